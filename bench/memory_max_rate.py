@@ -1,0 +1,82 @@
+"""The harness ceiling: the memory driver's maximum msg/s in one process, latency recording on.
+
+Usage: python bench/memory_max_rate.py [--seconds 10] [--rounds 3] [--size 1024]
+
+Runs the real worker path (producer loop, per-message callbacks, raw-value recorders, binning
+into HdrHistograms every second) unthrottled against the in-process broker, once producer-only
+and once with one consumer, each in a fresh subprocess. Prints msg/s and CPU µs per message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+from loadgen.driver import open_driver
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.worker.local import LocalWorker
+
+
+def measure(seconds: float, size: int, consumers: int) -> dict:
+    worker = LocalWorker(open_driver(DriverSpec(name="Memory", kind="memory")))
+    worker.create_topics(1, 16)
+    worker.create_consumers(consumers, 1)
+    worker.create_producers(1)
+    usage0 = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    worker.start_load(10_000_000, [bytes(size)], "NO_KEY")
+    sent = received = 0
+    binning = 0.0
+    while (elapsed := time.perf_counter() - start) < seconds:
+        time.sleep(min(1.0, seconds - elapsed))
+        before = time.perf_counter()
+        interval = worker.snapshot(0, 0, warmup=False)
+        binning += time.perf_counter() - before
+        sent, received = sent + interval.sent, received + interval.received
+    wall = time.perf_counter() - start
+    worker.stop_load(5)
+    usage1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
+    worker.close(delete_topics=True)
+    return {
+        "sent_rate": sent / wall,
+        "received_rate": received / wall,
+        "cpu_us_per_msg": cpu / max(sent, 1) * 1e6,
+        "binning_share": binning / wall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        print(json.dumps(measure(args.seconds, args.size, args.child)))
+        return
+    for consumers in (0, 1):
+        rows = []
+        for _ in range(args.rounds):
+            done = subprocess.run(
+                [sys.executable, __file__, "--seconds", str(args.seconds), "--size", str(args.size),
+                 "--child", str(consumers)],
+                capture_output=True, text=True, check=True,
+            )
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        label = "producer-only" if consumers == 0 else "1 producer + 1 consumer"
+        for row in rows:
+            print(f"{label:24} sent {row['sent_rate']:>10,.0f} msg/s  received "
+                  f"{row['received_rate']:>10,.0f} msg/s  {row['cpu_us_per_msg']:.2f} µs CPU/msg  "
+                  f"binning {row['binning_share']:.1%} of wall time")
+        print(f"{label:24} median sent {statistics.median(r['sent_rate'] for r in rows):,.0f} msg/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Broker drivers shipped with loadgen, registered in the loadgen.drivers entry-point group."""

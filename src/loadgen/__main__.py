@@ -1,0 +1,5 @@
+"""``python -m loadgen`` runs the CLI."""
+
+from loadgen.cli import main
+
+main()

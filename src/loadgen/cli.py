@@ -1,0 +1,191 @@
+"""The ``loadgen`` command. Errors map to exit codes here and nowhere else (see loadgen.errors)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+import loadgen
+from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
+from loadgen.report.console import format_aggregate, format_interval
+from loadgen.runner import run_one
+from loadgen.scenarios.tailing import RunOptions
+from loadgen.spec import load_driver_spec, load_workload, parse_duration, validate_file
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stats import IntervalStats, merge_all
+
+log = logging.getLogger("loadgen")
+
+
+def _duration(option: str):
+    def convert(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+        return None if value is None else parse_duration(value, option=option)
+
+    return convert
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(loadgen.__version__, prog_name="loadgen")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+def cli(verbose: int) -> None:
+    """Load generation for message brokers, OMB-compatible in and out."""
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C, so both stop the run and keep the partial result."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _embedded_kafka() -> Iterator[DriverSpec]:
+    """The embedded default: a local tansu broker that lives exactly as long as the run."""
+    from loadgen.testing.tansu import start_tansu
+
+    broker = start_tansu()
+    click.echo(f"started a local Kafka broker (tansu) at {broker.address}", err=True)
+    try:
+        yield DriverSpec(name="Kafka", kind="kafka", config=broker.driver_config())
+    finally:
+        broker.stop()
+
+
+def _printer(quiet: bool):
+    def on_interval(stats: IntervalStats, backlog: int) -> None:
+        if not quiet:
+            click.echo(format_interval(stats, backlog, "warmup" if stats.warmup else "measure"))
+
+    return on_interval
+
+
+@cli.command()
+@click.argument("workloads", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-d", "--driver", "drivers", multiple=True, type=click.Path(path_type=Path),
+              help="Driver YAML (repeatable). Without it, a local Kafka broker is started.")
+@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=Path("results"),
+              show_default=True, help="Directory for result files.")
+@click.option("--duration", callback=_duration("--duration"),
+              help="Override testDurationMinutes (30s, 5m, 1h, 1m30s or seconds).")
+@click.option("--warmup", callback=_duration("--warmup"),
+              help="Override warmupDurationMinutes (same formats).")
+@click.option("--stats-interval", callback=_duration("--stats-interval"), default="10s",
+              show_default=True, help="Stats period (1s or more).")
+@click.option("--keep-topics", is_flag=True, help="Do not delete the topics after the run.")
+@click.option("--lenient", is_flag=True,
+              help="Ignore unknown YAML keys with a warning (OMB behaviour) instead of failing.")
+@click.option("-q", "--quiet", is_flag=True, help="No per-interval lines.")
+def run(
+    workloads: tuple[Path, ...],
+    drivers: tuple[Path, ...],
+    out_dir: Path,
+    duration: float | None,
+    warmup: float | None,
+    stats_interval: float,
+    keep_topics: bool,
+    lenient: bool,
+    quiet: bool,
+) -> None:
+    """Run each WORKLOAD against each driver, in order, as OMB does."""
+    if stats_interval < 1:
+        raise ConfigError("must be at least 1 second", path="--stats-interval",
+                          value=stats_interval, allowed="1s or more")
+    if duration is not None and duration <= 0:
+        raise ConfigError("must be positive", path="--duration", value=duration,
+                          allowed="a positive duration")
+    loaded = [(path, load_workload(path, lenient=lenient)) for path in workloads]
+    specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
+    options = RunOptions(
+        duration_s=duration,
+        warmup_s=warmup,
+        stats_interval_s=stats_interval,
+        keep_topics=keep_topics,
+        on_interval=_printer(quiet),
+    )
+    with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
+        if not specs:
+            specs = [stack.enter_context(_embedded_kafka())]
+        for path, workload in loaded:
+            for spec in specs:
+                click.echo(f"== {workload.name or path.stem} on {spec.name} ({spec.kind})", err=True)
+                try:
+                    report = run_one(workload, path, spec, out_dir, options)
+                except RunAborted as aborted:
+                    _print_summary(aborted.result_path)
+                    raise
+                measured = [s for s in report.outcome.intervals if not s.warmup]
+                if measured:
+                    click.echo(format_aggregate(merge_all(measured)))
+                _print_summary(str(report.path))
+
+
+def _print_summary(path: str | None) -> None:
+    if path:
+        click.echo(f"result: {path}", err=True)
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--lenient", is_flag=True, help="Ignore unknown keys with a warning.")
+def validate(files: tuple[Path, ...], lenient: bool) -> None:
+    """Check workload and driver files; exit 2 at the first bad one."""
+    for path in files:
+        kind = validate_file(path, lenient=lenient)
+        click.echo(f"ok  {kind:8} {path}")
+
+
+@cli.command()
+@click.argument("action", type=click.Choice(["up", "down", "status"]))
+@click.argument("kind", default="kafka")
+@click.option("--port", type=int, default=None, help="Port for `up` (default: the broker's usual).")
+def brokers(action: str, kind: str, port: int | None) -> None:
+    """Start, stop or show a local broker for development and tests (127.0.0.1 only)."""
+    from loadgen.testing import local
+
+    if action == "up":
+        broker = local.up(kind, port=port) if port else local.up(kind)
+        click.echo(f"{kind} up at {broker.address} (pid {broker.pid}, log {broker.log_path})")
+    elif action == "down":
+        stopped = local.down(kind)
+        click.echo(f"{kind} stopped" if stopped else f"{kind} was not running")
+    else:
+        broker = local.status(kind)
+        click.echo(f"{kind} running at {broker.address} (pid {broker.pid})" if broker
+                   else f"{kind} not running")
+        if broker is None:
+            sys.exit(1)
+
+
+def main() -> None:
+    """Console-script entry point: run the CLI and turn errors into exit codes."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except LoadgenError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(exit_code_for(error))
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,119 @@
+"""The driver API: the one seam between the broker-blind engine and a broker client.
+
+A driver package exposes a ``Driver`` class and registers it in the ``loadgen.drivers``
+entry-point group (``kafka = "drivers.kafka:Driver"``), so a third-party package can add a
+broker without touching loadgen. Drivers import only this module, ``loadgen.spec`` and
+``loadgen.errors``.
+
+Per-message cost is the budget: ``Producer.send`` is non-blocking and calls ``on_done`` once
+per message from the client's own delivery path (no future or coroutine per message).
+The send timestamp is the driver's business: it stamps the wall-clock time (``time.time_ns()``)
+when it hands a message to the client, carries it however its broker allows, and passes it
+back to ``on_message`` on the consumer side. Each driver documents where it carries it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Protocol, runtime_checkable
+
+from loadgen.errors import ConfigError
+from loadgen.spec.driver_spec import DriverSpec
+
+ENTRY_POINT_GROUP = "loadgen.drivers"
+
+OnDone = Callable[..., None]
+"""Called once per sent message as ``on_done(error, *client_args)``: ``error`` is ``None`` when the
+broker acknowledged the message. A driver may pass its client's own extra arguments after it
+(confluent-kafka calls ``on_delivery(err, msg)``), so it can hand ``on_done`` to the client as it is,
+with no wrapper allocated per message; the engine ignores them."""
+
+OnMessage = Callable[[bytes, int], None]
+"""Called once per received message with the payload and its send time (epoch ns)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    partitions: int
+
+
+@runtime_checkable
+class Producer(Protocol):
+    def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+        """Hand one message to the client without blocking; ``on_done`` reports its fate."""
+
+    def poll(self) -> None:
+        """Let the client run pending delivery callbacks (a no-op for clients with own threads).
+
+        The producer loop calls it between bursts and while it waits for the next send time.
+        """
+
+    def flush(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for in-flight messages; return how many are still pending."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Consumer(Protocol):
+    """A consumer runs on threads it owns from creation until :meth:`close` returns."""
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Driver(Protocol):
+    """One broker connection configuration, as read from a driver YAML."""
+
+    spec: DriverSpec
+
+    @classmethod
+    def from_config(cls, spec: DriverSpec) -> Driver:
+        """Parse the broker section of ``spec``; unknown keys raise :class:`ConfigError`."""
+
+    @property
+    def topic_name_prefix(self) -> str: ...
+
+    def check_reachable(self, timeout_s: float) -> None:
+        """Raise :class:`loadgen.errors.BrokerUnreachable` (naming the address) if it is down."""
+
+    def create_topics(self, topics: list[TopicSpec]) -> None: ...
+
+    def delete_topics(self, names: list[str]) -> None: ...
+
+    def create_producer(self, topic: str) -> Producer: ...
+
+    def create_consumer(self, topic: str, subscription: str, on_message: OnMessage) -> Consumer:
+        """Subscribe ``subscription`` to ``topic``; return once the consumer is receiving."""
+
+    def close(self) -> None: ...
+
+
+def available_drivers() -> dict[str, str]:
+    """Installed driver names mapped to their entry-point targets."""
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def load_driver_class(spec: DriverSpec) -> type[Driver]:
+    """The registered ``Driver`` class for ``spec.kind``."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == spec.kind:
+            return ep.load()
+    raise ConfigError(
+        f"unknown driver {spec.kind!r}",
+        file=spec.source,
+        path="driver",
+        value=spec.kind,
+        allowed=sorted(available_drivers()),
+    )
+
+
+def open_driver(spec: DriverSpec) -> Driver:
+    """Instantiate the driver that ``spec`` selects."""
+    return load_driver_class(spec).from_config(spec)

@@ -1,0 +1,113 @@
+"""Every error loadgen raises on purpose, and the exit code each one maps to.
+
+The tree (the CLI maps it to exit codes in one place, :func:`exit_code_for`)::
+
+    LoadgenError                      exit 1 unless a subclass says otherwise
+    ├── ConfigError(file, path, value, allowed)   exit 2  bad YAML, field, flag or value
+    ├── MissingExtra(package, extra)              exit 2  an optional dependency is not installed
+    ├── BrokerUnreachable(address, broker)        exit 3  nothing answers at the address tried
+    ├── DriverError(broker, cause)                exit 1  the broker answered, but with an error
+    └── RunAborted(reason)                        exit 130 (interrupted) or 1; the partial result
+                                                           has been written before this is raised
+
+Messages are written for the person at the terminal: they name the file, the field, the value
+and what would have been accepted, so that nobody needs a traceback to fix their input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class LoadgenError(Exception):
+    """Base of every deliberate loadgen error."""
+
+    exit_code = 1
+
+
+class ConfigError(LoadgenError):
+    """Bad input: a config file, a field in it, or a command-line value.
+
+    ``path`` is the dotted field path inside the file (``producerConfig.linger.ms``), ``allowed``
+    what would have been accepted (a list of values, or a phrase such as ``"a positive integer"``).
+    """
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        path: str | None = None,
+        value: object = None,
+        allowed: str | Sequence[str] | None = None,
+    ) -> None:
+        self.file = file
+        self.path = path
+        self.value = value
+        self.allowed = allowed
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        where = ": ".join(part for part in (self.file, self.path) if part)
+        text = f"{where}: {self.args[0]}" if where else str(self.args[0])
+        if self.allowed is not None:
+            allowed = self.allowed if isinstance(self.allowed, str) else ", ".join(self.allowed)
+            text += f" (allowed: {allowed})"
+        return text
+
+
+class MissingExtra(LoadgenError):
+    """An optional dependency is missing; the message carries the install command."""
+
+    exit_code = 2
+
+    def __init__(self, package: str, extra: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"the '{package}' package is not installed; install it with: "
+            f"pip install 'loadgen[{extra}]'"
+        )
+
+
+class BrokerUnreachable(LoadgenError):
+    """Nothing answered at ``address`` within the connect deadline."""
+
+    exit_code = 3
+
+    def __init__(self, broker: str, address: str, detail: str = "") -> None:
+        self.broker = broker
+        self.address = address
+        suffix = f": {detail}" if detail else ""
+        super().__init__(f"{broker} broker unreachable at {address}{suffix}")
+
+
+class DriverError(LoadgenError):
+    """The broker or its client answered with an error loadgen cannot work around."""
+
+    def __init__(self, broker: str, cause: str) -> None:
+        self.broker = broker
+        self.cause = cause
+        super().__init__(f"{broker}: {cause}")
+
+
+class RunAborted(LoadgenError):
+    """A run stopped before its end; the partial result was already written to ``result_path``."""
+
+    def __init__(self, reason: str, detail: str, result_path: str | None = None) -> None:
+        self.reason = reason
+        self.result_path = result_path
+        self.exit_code = 130 if reason == "interrupted" else 1
+        where = f"; partial result written to {result_path}" if result_path else ""
+        super().__init__(f"run {reason}: {detail}{where}")
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The process exit code for ``error`` (2 bad input, 3 unreachable, 130 interrupted, else 1)."""
+    if isinstance(error, LoadgenError):
+        return error.exit_code
+    if isinstance(error, KeyboardInterrupt):
+        return 130
+    return 1

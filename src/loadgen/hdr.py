@@ -1,0 +1,283 @@
+"""HdrHistograms the way loadgen keeps them: compact, mergeable, and Java-equal when read.
+
+A histogram here is only its non-empty buckets (sorted counts-array indices and their counts)
+in OMB's layout: microseconds, 5 significant digits, lowest 1, highest 60 s for publish metrics
+and 12 h for end-to-end. The full counts array of such a histogram is 10–21 MB, so holding one
+per interval per metric for a whole run would not fit; the sparse form is a few KB.
+
+* :func:`record_ns` bins a whole interval of raw nanosecond values with numpy; the bucket
+  arithmetic is HdrHistogram's own, so the counts are bit-identical to ``record_value``.
+* :func:`encode` / :func:`decode` speak HdrHistogram's V2 compressed base64, which Java's
+  ``Histogram.decodeFromCompressedByteBuffer`` and Python ``hdrh`` both read.
+* :func:`value_at_percentile`, :func:`mean` and :func:`quantile_map` reproduce Java's
+  ``getValueAtPercentile``, ``getMean`` and ``percentiles(100)`` iteration exactly (the ``hdrh``
+  package rounds percentile targets differently, so it is not used for published numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+from hdrh.histogram import HdrHistogram
+
+SIGNIFICANT_DIGITS = 5
+HIGHEST_TRACKABLE_US = {
+    "publish": 60_000_000,
+    "publishDelay": 60_000_000,
+    "publishFromIntended": 60_000_000,
+    "endToEnd": 43_200_000_000,
+}
+PERCENTILE_TICKS_PER_HALF_DISTANCE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """HdrHistogram's bucket geometry for one value range."""
+
+    highest: int
+    unit_magnitude: int
+    sub_bucket_half_count_magnitude: int
+    sub_bucket_half_count: int
+    sub_bucket_mask: int
+    counts_len: int
+
+    def counts_index(self, values: np.ndarray) -> np.ndarray:
+        """HdrHistogram's ``countsArrayIndex`` for every value (all >= 0)."""
+        masked = (values | self.sub_bucket_mask).astype(np.float64)
+        bit_length = np.frexp(masked)[1].astype(np.int64)  # exact below 2**53
+        bucket = bit_length - self.unit_magnitude - (self.sub_bucket_half_count_magnitude + 1)
+        sub_bucket = values >> (bucket + self.unit_magnitude)
+        base = (bucket + 1) << self.sub_bucket_half_count_magnitude
+        return base + sub_bucket - self.sub_bucket_half_count
+
+    def lowest_value(self, index: np.ndarray) -> np.ndarray:
+        """``valueFromIndex``: the lowest value that lands in each counts index."""
+        bucket = (index >> self.sub_bucket_half_count_magnitude) - 1
+        sub_bucket = (index & (self.sub_bucket_half_count - 1)) + self.sub_bucket_half_count
+        below = bucket < 0
+        sub_bucket = np.where(below, sub_bucket - self.sub_bucket_half_count, sub_bucket)
+        bucket = np.where(below, 0, bucket)
+        return sub_bucket << (bucket + self.unit_magnitude)
+
+    def range_size(self, index: np.ndarray) -> np.ndarray:
+        """How many distinct values share each counts index."""
+        bucket = np.maximum((index >> self.sub_bucket_half_count_magnitude) - 1, 0)
+        return np.left_shift(np.int64(1), bucket + self.unit_magnitude)
+
+
+@cache
+def layout(metric: str) -> Layout:
+    try:
+        highest = HIGHEST_TRACKABLE_US[metric]
+    except KeyError:
+        raise ValueError(f"unknown metric {metric!r}; known: {sorted(HIGHEST_TRACKABLE_US)}") from None
+    template = HdrHistogram(1, highest, SIGNIFICANT_DIGITS)
+    return Layout(
+        highest=highest,
+        unit_magnitude=template.unit_magnitude,
+        sub_bucket_half_count_magnitude=template.sub_bucket_half_count_magnitude,
+        sub_bucket_half_count=template.sub_bucket_half_count,
+        sub_bucket_mask=template.sub_bucket_mask,
+        counts_len=template.counts_len,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Histogram:
+    """The non-empty buckets of one metric's histogram: sorted ``index`` with positive ``counts``."""
+
+    metric: str
+    index: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def max(self) -> int:
+        """Java ``getMaxValue``: highest equivalent value of the largest recorded value."""
+        if not len(self.index):
+            return 0
+        last = self.index[-1:]
+        geometry = layout(self.metric)
+        return int(geometry.lowest_value(last)[0] + geometry.range_size(last)[0] - 1)
+
+    @property
+    def min(self) -> int:
+        """Java ``getMinValue``: lowest equivalent value of the smallest recorded value."""
+        if not len(self.index):
+            return 0
+        return int(layout(self.metric).lowest_value(self.index[:1])[0])
+
+
+def _from_counts_array(metric: str, dense: np.ndarray) -> Histogram:
+    index = np.flatnonzero(dense)
+    return Histogram(metric, index.astype(np.int64), dense[index].astype(np.int64))
+
+
+def histogram_for(metric: str) -> Histogram:
+    layout(metric)
+    return Histogram(metric, np.empty(0, np.int64), np.empty(0, np.int64))
+
+
+def record_ns(metric: str, values_ns: Sequence[int] | np.ndarray) -> Histogram:
+    """Bin raw nanosecond latencies as microseconds, clamped to the metric's range (as OMB).
+
+    Negative values are the caller's to count (clock skew); passing one is a bug.
+    """
+    geometry = layout(metric)
+    micros = np.asarray(values_ns, dtype=np.int64) // 1000
+    if not len(micros):
+        return histogram_for(metric)
+    if micros.min() < 0:
+        raise ValueError(f"{metric}: negative latency values must be filtered by the caller")
+    np.minimum(micros, geometry.highest, out=micros)
+    index, counts = np.unique(geometry.counts_index(micros), return_counts=True)
+    return Histogram(metric, index, counts.astype(np.int64))
+
+
+def merge(metric: str, histograms: Iterable[Histogram]) -> Histogram:
+    """One histogram holding every count of ``histograms`` (all of ``metric``)."""
+    parts = [h for h in histograms if len(h.index)]
+    if not parts:
+        return histogram_for(metric)
+    if any(h.metric != metric for h in parts):
+        raise ValueError(f"cannot merge other metrics into {metric!r}")
+    if len(parts) == 1:
+        return parts[0]
+    index = np.concatenate([h.index for h in parts])
+    counts = np.concatenate([h.counts for h in parts])
+    unique, inverse = np.unique(index, return_inverse=True)
+    summed = np.zeros(len(unique), dtype=np.int64)
+    np.add.at(summed, inverse, counts)
+    return Histogram(metric, unique, summed)
+
+
+def _to_hdrh(histogram: Histogram) -> HdrHistogram:
+    target = HdrHistogram(1, layout(histogram.metric).highest, SIGNIFICANT_DIGITS)
+    if len(histogram.index):
+        dense = np.ctypeslib.as_array(target.counts)
+        dense[histogram.index] = histogram.counts
+        target.total_count = histogram.total
+        target.min_value = histogram.min
+        target.max_value = histogram.max
+    return target
+
+
+def encode(histogram: Histogram) -> str:
+    """HdrHistogram V2 compressed encoding, base64 (what OMB's workers put on the wire)."""
+    encoded = _to_hdrh(histogram).encode()
+    return encoded.decode("ascii") if isinstance(encoded, bytes) else encoded
+
+
+def decode(metric: str, text: str) -> Histogram:
+    """Read a base64 V2 histogram (ours, OMB's or Java's) as ``metric``."""
+    decoded = HdrHistogram.decode(text)
+    dense = np.ctypeslib.as_array(decoded.counts)[: decoded.counts_len]
+    if decoded.highest_trackable_value != layout(metric).highest:
+        rebinned = np.repeat(
+            _lowest_values_for(decoded, np.flatnonzero(dense)), dense[np.flatnonzero(dense)]
+        )
+        return record_ns(metric, rebinned * 1000)
+    return _from_counts_array(metric, dense)
+
+
+def _lowest_values_for(decoded: HdrHistogram, index: np.ndarray) -> np.ndarray:
+    return np.array([decoded.get_value_from_index(int(i)) for i in index], dtype=np.int64)
+
+
+def value_at_percentile(histogram: Histogram, percentile: float) -> int:
+    """Java ``getValueAtPercentile``: the highest equivalent value of the bucket that reaches
+    ``max(1, ceil(nextafter(p, -inf) / 100 × total))`` (the lowest equivalent for p = 0)."""
+    total = histogram.total
+    if total == 0:
+        return 0
+    requested = min(max(math.nextafter(percentile, -math.inf), 0.0), 100.0)
+    target = max(1, math.ceil(requested / 100.0 * total))
+    position = int(np.searchsorted(np.cumsum(histogram.counts), target, side="left"))
+    index = histogram.index[position : position + 1]
+    geometry = layout(histogram.metric)
+    lowest = int(geometry.lowest_value(index)[0])
+    if percentile == 0.0:
+        return lowest
+    return lowest + int(geometry.range_size(index)[0]) - 1
+
+
+def mean(histogram: Histogram) -> float:
+    """Java ``getMean``: Σ medianEquivalentValue × count / total, summed in value order."""
+    total = histogram.total
+    if total == 0:
+        return 0.0
+    geometry = layout(histogram.metric)
+    medians = geometry.lowest_value(histogram.index) + (geometry.range_size(histogram.index) >> 1)
+    running = 0.0
+    for median, count in zip(medians.tolist(), histogram.counts.tolist(), strict=True):
+        running += median * float(count)
+    return running / total
+
+
+def quantile_map(histogram: Histogram) -> dict[str, int]:
+    """OMB's ``aggregated*Quantiles``: Java's ``percentiles(100)`` iteration, keyed by the
+    cumulative percentage reached (as a string), valued by the bucket's highest equivalent value.
+    """
+    total = histogram.total
+    if total == 0:
+        return {}
+    geometry = layout(histogram.metric)
+    highest = geometry.lowest_value(histogram.index) + geometry.range_size(histogram.index) - 1
+    quantiles: dict[str, int] = {}
+    level = 0.0
+    cumulative = 0
+    for value, count in zip(highest.tolist(), histogram.counts.tolist(), strict=True):
+        cumulative += count
+        reached = 100.0 * cumulative / total
+        while reached >= level:
+            quantiles[repr(reached)] = value
+            if cumulative == total:
+                break
+            level = _next_percentile_level(level)
+        if cumulative == total:
+            quantiles["100.0"] = value
+            break
+    return quantiles
+
+
+def _next_percentile_level(level: float) -> float:
+    if level >= 100.0:
+        return level
+    halvings = int(math.log(100.0 / (100.0 - level)) / math.log(2))
+    ticks = PERCENTILE_TICKS_PER_HALF_DISTANCE * math.pow(2, halvings + 1)
+    return level + 100.0 / ticks
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySummary:
+    """The numbers every report shows, in µs, all Java-equal."""
+
+    count: int
+    mean: float
+    p50: int
+    p75: int
+    p95: int
+    p99: int
+    p999: int
+    p9999: int
+    max: int
+
+
+SUMMARY_PERCENTILES = {"p50": 50.0, "p75": 75.0, "p95": 95.0, "p99": 99.0, "p999": 99.9,
+                       "p9999": 99.99}
+
+
+def summary(histogram: Histogram) -> LatencySummary:
+    return LatencySummary(
+        count=histogram.total,
+        mean=mean(histogram),
+        max=histogram.max,
+        **{name: value_at_percentile(histogram, p) for name, p in SUMMARY_PERCENTILES.items()},
+    )

@@ -1,0 +1,1 @@
+"""Reports for people: console lines now; HTML and charts later."""

@@ -1,0 +1,51 @@
+"""One plain line per interval and a closing aggregate, readable in a terminal or a CI log."""
+
+from __future__ import annotations
+
+from loadgen import hdr
+from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, PUBLISH_FROM_INTENDED, IntervalStats
+
+MB = 1024 * 1024
+
+
+def _ms(micros: float) -> str:
+    return f"{micros / 1000:.3f}"
+
+
+def _points(histogram: hdr.Histogram, percentiles: tuple[float, ...]) -> str:
+    values = [_ms(hdr.value_at_percentile(histogram, p)) for p in percentiles]
+    return "/".join([*values, _ms(histogram.max)])
+
+
+def format_interval(stats: IntervalStats, backlog: int, phase: str) -> str:
+    """``[measure] pub 10000 msg/s 9.8 MB/s | cons ... | backlog 0 | err 0 | pub ms ... | e2e ms ...``"""
+    seconds = stats.seconds
+    return (
+        f"[{phase:7}] pub {stats.sent / seconds:9.0f} msg/s {stats.bytes_sent / MB / seconds:7.1f} MB/s"
+        f" | cons {stats.received / seconds:9.0f} msg/s {stats.bytes_received / MB / seconds:7.1f} MB/s"
+        f" | backlog {backlog:>8}"
+        f" | err {stats.send_errors:>5}"
+        f" | pub ms p50/p99/p99.9/max {_points(stats.histogram(PUBLISH), (50, 99, 99.9))}"
+        f" | e2e ms p50/p99/p99.9/max {_points(stats.histogram(END_TO_END), (50, 99, 99.9))}"
+    )
+
+
+def _aggregate_line(label: str, histogram: hdr.Histogram, scale: float, unit: str) -> str:
+    summary = hdr.summary(histogram)
+    numbers = [summary.mean, summary.p50, summary.p99, summary.p999, summary.p9999, summary.max]
+    shown = " ".join(f"{value / scale:.3f}" for value in numbers)
+    return f"{label:<26} ({unit}) avg/p50/p99/p99.9/p99.99/max {shown}"
+
+
+def format_aggregate(stats: IntervalStats) -> str:
+    """The measured phase in four lines: publish, publish delay, from intended, end to end."""
+    return "\n".join(
+        [
+            _aggregate_line("Aggregated publish", stats.histogram(PUBLISH), 1000, "ms"),
+            _aggregate_line("Aggregated publish delay", stats.histogram(PUBLISH_DELAY), 1, "us"),
+            _aggregate_line(
+                "Aggregated from intended", stats.histogram(PUBLISH_FROM_INTENDED), 1000, "ms"
+            ),
+            _aggregate_line("Aggregated end-to-end", stats.histogram(END_TO_END), 1000, "ms"),
+        ]
+    )

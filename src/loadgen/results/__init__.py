@@ -1,0 +1,1 @@
+"""Results: OMB-compatible TestResult JSON and the files it is written to."""

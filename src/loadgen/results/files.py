@@ -1,0 +1,40 @@
+"""Result file names and crash-safe writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_safe(text: str) -> str:
+    """``text`` with every run of characters outside [A-Za-z0-9._-] replaced by one '-'."""
+    return UNSAFE.sub("-", text).strip("-.") or "unnamed"
+
+
+def result_stem(workload_name: str, driver_name: str, when: datetime) -> str:
+    """``<workload>-<driver>-<UTC yyyy-mm-dd-HH-MM-SS>`` (OMB's pattern, in UTC)."""
+    stamp = when.astimezone(UTC).strftime("%Y-%m-%d-%H-%M-%S")
+    return f"{file_safe(workload_name)}-{file_safe(driver_name)}-{stamp}"
+
+
+def write_json_atomic(path: Path, document: Any) -> None:
+    """Write pretty JSON so that ``path`` holds either nothing or the whole document."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=2, allow_nan=False)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,147 @@
+"""OMB's ``TestResult`` JSON (omb.md §8.1), field for field, then loadgen's additions.
+
+Units follow OMB exactly: publish and end-to-end latencies in ms (floats), publish delay in µs
+(integer percentiles, float average). Per-period lists cover the measured phase only; the
+``backlog`` list uses running totals over the whole run, warm-up and probe included (OMB).
+Everything is derived from the interval histograms, which are also written (base64 V2) so any
+number here can be recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loadgen import hdr
+from loadgen.stats import (
+    END_TO_END,
+    METRICS,
+    PUBLISH,
+    PUBLISH_DELAY,
+    PUBLISH_FROM_INTENDED,
+    IntervalStats,
+    merge_all,
+)
+
+SUFFIXES = ("Avg", "50pct", "75pct", "95pct", "99pct", "999pct", "9999pct", "Max")
+PERCENTILES = (50.0, 75.0, 95.0, 99.0, 99.9, 99.99)
+
+
+@dataclass(frozen=True)
+class ResultHeader:
+    workload: str
+    driver: str
+    message_size: int
+    topics: int
+    partitions: int
+    producers_per_topic: int
+    consumers_per_topic: int
+    subscriptions_per_topic: int
+
+
+def _ms(micros: float) -> float:
+    return micros / 1000.0
+
+
+def _as_is(micros: float) -> float:
+    return micros
+
+
+def latency_fields(histogram: hdr.Histogram, convert: Callable[[float], float],
+                   integer_percentiles: bool = False) -> list[Any]:
+    """[avg, p50, p75, p95, p99, p99.9, p99.99, max] in OMB's unit for the metric."""
+    values: list[Any] = [convert(hdr.mean(histogram))]
+    points = [hdr.value_at_percentile(histogram, p) for p in PERCENTILES] + [histogram.max]
+    values += [int(v) if integer_percentiles else convert(v) for v in points]
+    return values
+
+
+def _quantiles(histogram: hdr.Histogram, convert: Callable[[float], float]) -> dict[str, Any]:
+    return {key: convert(value) for key, value in hdr.quantile_map(histogram).items()}
+
+
+def _period_lists(name: str, histograms: Sequence[hdr.Histogram], convert: Callable[[float], float],
+                  integer_percentiles: bool = False) -> dict[str, list[Any]]:
+    rows = [latency_fields(h, convert, integer_percentiles) for h in histograms]
+    return {f"{name}{suffix}": [row[i] for row in rows] for i, suffix in enumerate(SUFFIXES)}
+
+
+def _aggregated(name: str, histogram: hdr.Histogram, convert: Callable[[float], float],
+                integer_percentiles: bool = False) -> dict[str, Any]:
+    row = latency_fields(histogram, convert, integer_percentiles)
+    return {f"aggregated{name}{suffix}": value for suffix, value in zip(SUFFIXES, row, strict=True)}
+
+
+def _backlogs(intervals: Sequence[IntervalStats], subscriptions: int) -> list[int]:
+    """Backlog at the end of each measured interval, from running totals over all intervals."""
+    sent = received = 0
+    backlogs = []
+    for stats in intervals:
+        sent += stats.sent
+        received += stats.received
+        if not stats.warmup:
+            backlogs.append(max(0, subscriptions * sent - received))
+    return backlogs
+
+
+def build_test_result(
+    header: ResultHeader,
+    intervals: Sequence[IntervalStats],
+    *,
+    run: dict[str, Any],
+    probe_sent: int = 0,
+    probe_received: int = 0,
+    incomplete: bool = False,
+    stop_reason: str | None = None,
+) -> dict[str, Any]:
+    """The result document for one run; ``intervals`` are all of them, warm-up flagged."""
+    measured = [s for s in intervals if not s.warmup]
+    aggregate = merge_all(measured) if measured else None
+
+    def period(metric: str) -> list[hdr.Histogram]:
+        return [s.histogram(metric) for s in measured]
+
+    def whole(metric: str) -> hdr.Histogram:
+        return aggregate.histogram(metric) if aggregate else hdr.histogram_for(metric)
+
+    result: dict[str, Any] = {
+        "workload": header.workload,
+        "driver": header.driver,
+        "messageSize": header.message_size,
+        "topics": header.topics,
+        "partitions": header.partitions,
+        "producersPerTopic": header.producers_per_topic,
+        "consumersPerTopic": header.consumers_per_topic,
+        "publishRate": [s.sent / s.seconds for s in measured],
+        "publishErrorRate": [s.send_errors / s.seconds for s in measured],
+        "consumeRate": [s.received / s.seconds for s in measured],
+        "backlog": _backlogs(intervals, header.subscriptions_per_topic),
+    }
+    result |= _period_lists("publishLatency", period(PUBLISH), _ms)
+    result |= _period_lists("publishDelayLatency", period(PUBLISH_DELAY), _as_is, True)
+    result |= _aggregated("PublishLatency", whole(PUBLISH), _ms)
+    result |= _aggregated("PublishDelayLatency", whole(PUBLISH_DELAY), _as_is, True)
+    result["aggregatedPublishLatencyQuantiles"] = _quantiles(whole(PUBLISH), _ms)
+    result["aggregatedPublishDelayLatencyQuantiles"] = _quantiles(whole(PUBLISH_DELAY), int)
+    result |= _period_lists("endToEndLatency", period(END_TO_END), _ms)
+    result["aggregatedEndToEndLatencyQuantiles"] = _quantiles(whole(END_TO_END), _ms)
+    result |= _aggregated("EndToEndLatency", whole(END_TO_END), _ms)
+    # loadgen's additions, after every OMB field
+    result |= {
+        "totalMessagesSent": probe_sent + sum(s.sent for s in intervals),
+        "totalMessagesReceived": probe_received + sum(s.received for s in intervals),
+        "totalPublishErrors": sum(s.send_errors for s in intervals),
+        "negativeEndToEnd": sum(s.negative_e2e for s in intervals),
+    }
+    result |= _aggregated("PublishFromIntendedLatency", whole(PUBLISH_FROM_INTENDED), _ms)
+    result["histograms"] = {
+        metric: {"aggregated": hdr.encode(whole(metric)),
+                 "periods": [hdr.encode(h) for h in period(metric)]}
+        for metric in METRICS
+    }
+    result["incomplete"] = incomplete
+    if incomplete:
+        result["stopReason"] = stop_reason or "error"
+    result["run"] = run
+    return result

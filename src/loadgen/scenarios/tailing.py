@@ -1,0 +1,213 @@
+"""The tailing scenario with OMB's lifecycle.
+
+create topics → create consumers → create producers → probe that every subscription receives →
+warm-up → measure → stop producers → drain in-flight messages → tear down.
+
+Warm-up intervals are kept (flagged) so the totals stay exact; the result builder leaves them
+out of the aggregates. Ctrl-C (or SIGTERM, turned into KeyboardInterrupt by the CLI) at any point
+ends the run early with what was measured, marked incomplete; teardown always runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from loadgen.driver import Driver
+from loadgen.errors import ConfigError, DriverError, LoadgenError
+from loadgen.spec import Workload
+from loadgen.stats import IntervalStats, merge_all
+from loadgen.worker.local import LocalWorker, Totals
+
+log = logging.getLogger("loadgen.run")
+
+IntervalCallback = Callable[[IntervalStats, int], None]
+"""Called after every interval with its snapshot and the backlog (messages) at its end."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a workload; ``None`` durations mean "as the workload says"."""
+
+    duration_s: float | None = None
+    warmup_s: float | None = None
+    stats_interval_s: float = 10.0
+    keep_topics: bool = False
+    probe_timeout_s: float = 60.0
+    reachable_timeout_s: float = 10.0
+    drain_timeout_s: float = 10.0
+    on_interval: IntervalCallback | None = None
+
+
+@dataclass
+class RunOutcome:
+    """Everything measured in one run, complete or not."""
+
+    intervals: list[IntervalStats] = field(default_factory=list)
+    totals: Totals = field(default_factory=Totals)
+    topics: list[str] = field(default_factory=list)
+    started_ms: int = 0
+    ended_ms: int = 0
+    incomplete: bool = False
+    stop_reason: str | None = None
+    stop_detail: str = ""
+    pending_acks: int = 0
+    drain_seconds: float = 0.0
+    undelivered: int = 0
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class _Measurement:
+    """Ticks the stats interval and collects snapshots (the worker's single stats reader)."""
+
+    def __init__(self, worker: LocalWorker, workload: Workload, options: RunOptions) -> None:
+        self.worker = worker
+        self.subscriptions = workload.subscriptions_per_topic
+        self.options = options
+        self.intervals: list[IntervalStats] = []
+        self.interval_start_ms = _now_ms()
+
+    def backlog(self) -> int:
+        totals = self.worker.totals
+        return max(0, self.subscriptions * totals.sent - totals.received)
+
+    def take(self, *, warmup: bool) -> IntervalStats:
+        end_ms = _now_ms()
+        stats = self.worker.snapshot(self.interval_start_ms, end_ms, warmup=warmup)
+        self.interval_start_ms = end_ms
+        self.intervals.append(stats)
+        if self.options.on_interval is not None:
+            self.options.on_interval(stats, self.backlog())
+        return stats
+
+    def run_phase(self, seconds: float, *, warmup: bool) -> None:
+        """Snapshot on an absolute tick every stats interval until ``seconds`` have passed."""
+        start = time.monotonic()
+        end = start + seconds
+        tick_number = 1
+        while True:
+            tick = min(start + tick_number * self.options.stats_interval_s, end)
+            self._sleep_until(tick)
+            self.take(warmup=warmup)
+            if tick >= end:
+                return
+            tick_number += 1
+
+    def _sleep_until(self, deadline: float) -> None:
+        """Sleep in short steps so a dead producer loop is noticed within a quarter second."""
+        while (remaining := deadline - time.monotonic()) > 0:
+            time.sleep(min(remaining, 0.25))
+            error = self.worker.loop_error()
+            if error is not None:
+                raise DriverError("producer", f"the producer loop stopped: {error!r}") from error
+
+
+def _check_supported(workload: Workload) -> None:
+    unsupported = [
+        (workload.is_rate_discovery, "producerRate", workload.producer_rate,
+         "rate discovery (producerRate <= 0) is not implemented yet", "a rate > 0 msg/s"),
+        (workload.consumer_backlog_size_gb > 0, "consumerBacklogSizeGB",
+         workload.consumer_backlog_size_gb, "catch-up runs are not implemented yet", "0"),
+        (workload.producers_per_topic < 1, "producersPerTopic", workload.producers_per_topic,
+         "consumer-only runs are not implemented yet", "at least 1"),
+    ]
+    for failed, path, value, message, allowed in unsupported:
+        if failed:
+            raise ConfigError(message, path=path, value=value, allowed=allowed)
+
+
+def run_tailing(
+    driver: Driver, workload: Workload, payloads: list[bytes], options: RunOptions
+) -> RunOutcome:
+    """Run ``workload`` on ``driver``; always returns what was measured, even when cut short."""
+    _check_supported(workload)
+    worker = LocalWorker(driver)
+    outcome = RunOutcome(started_ms=_now_ms())
+    measurement = _Measurement(worker, workload, options)
+    phase_is_warmup = True
+    try:
+        driver.check_reachable(options.reachable_timeout_s)
+        outcome.topics = worker.create_topics(workload.topics, workload.partitions_per_topic)
+        worker.create_consumers(workload.subscriptions_per_topic, workload.consumer_per_subscription)
+        worker.create_producers(workload.producers_per_topic)
+        if worker.has_consumers:
+            worker.probe(
+                workload.topics * workload.subscriptions_per_topic, options.probe_timeout_s
+            )
+        warmup_s = workload.warmup_duration_s if options.warmup_s is None else options.warmup_s
+        duration_s = workload.test_duration_s if options.duration_s is None else options.duration_s
+        worker.start_load(workload.producer_rate, payloads, workload.key_distributor)
+        measurement.interval_start_ms = _now_ms()
+        if warmup_s > 0:
+            measurement.run_phase(warmup_s, warmup=True)
+        phase_is_warmup = False
+        measurement.run_phase(duration_s, warmup=False)
+        _finish(worker, measurement, workload, options, outcome)
+    except KeyboardInterrupt:
+        _cut_short(
+            worker, measurement, outcome, "interrupted", "stopped by the user", phase_is_warmup
+        )
+    except LoadgenError as error:
+        if not outcome.topics:
+            raise  # nothing was set up, so there is nothing to report but the error
+        _cut_short(worker, measurement, outcome, "error", str(error), phase_is_warmup)
+    finally:
+        worker.close(delete_topics=not options.keep_topics)
+        outcome.intervals = measurement.intervals
+        outcome.totals = worker.totals
+        outcome.ended_ms = _now_ms()
+    return outcome
+
+
+def _finish(
+    worker: LocalWorker,
+    measurement: _Measurement,
+    workload: Workload,
+    options: RunOptions,
+    outcome: RunOutcome,
+) -> None:
+    """Stop producers, let consumers drain in-flight messages, fold that into the last interval.
+
+    The drained messages were sent during the measurement, so their latencies belong to it.
+    """
+    started = time.monotonic()
+    outcome.pending_acks = worker.stop_load(options.drain_timeout_s)
+    expected = worker.sent_so_far() * workload.subscriptions_per_topic
+    deadline = started + options.drain_timeout_s
+    while worker.received_so_far() < expected and time.monotonic() < deadline:
+        time.sleep(0.005)
+    outcome.drain_seconds = time.monotonic() - started
+    outcome.undelivered = max(0, expected - worker.received_so_far())
+    if outcome.undelivered:
+        log.warning(
+            "%d messages were not received within the %.0f s drain",
+            outcome.undelivered,
+            options.drain_timeout_s,
+        )
+    last = measurement.intervals.pop() if measurement.intervals else None
+    drained = worker.snapshot(measurement.interval_start_ms, _now_ms(), warmup=False)
+    measurement.intervals.append(merge_all([last, drained]) if last is not None else drained)
+
+
+def _cut_short(
+    worker: LocalWorker,
+    measurement: _Measurement,
+    outcome: RunOutcome,
+    reason: str,
+    detail: str,
+    warmup: bool,
+) -> None:
+    """Keep what was measured when a run ends early."""
+    outcome.incomplete = True
+    outcome.stop_reason = reason
+    outcome.stop_detail = detail
+    try:
+        worker.stop_load(flush_timeout_s=2.0)
+    except Exception as error:
+        log.warning("stopping the load failed: %s", error)
+    measurement.take(warmup=warmup)

@@ -1,0 +1,108 @@
+"""OMB workload files: OMB's field names and defaults, plus the checks OMB never made.
+
+Differences from OMB (all on purpose, all documented in the README): unknown keys and unknown
+``keyDistributor`` values are errors (``--lenient`` restores ignoring unknown keys);
+``testDurationMinutes: 0`` is an error instead of "run forever"; durations and
+``consumerBacklogSizeGB`` may be fractional.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from loadgen.errors import ConfigError
+from loadgen.spec.loader import load_yaml
+from loadgen.spec.model import parse_model
+
+MAX_TOTAL_PARTITIONS = 10_000_000
+DISCOVERY_RATES = (0, -1)
+
+
+class KeyDistributor(StrEnum):
+    NO_KEY = "NO_KEY"
+    KEY_ROUND_ROBIN = "KEY_ROUND_ROBIN"
+    RANDOM_NANO = "RANDOM_NANO"
+
+
+class Workload(BaseModel):
+    """One OMB workload. Python names are snake_case; YAML keys are OMB's camelCase."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    name: str | None = None
+    topics: int = Field(default=0, ge=1)
+    partitions_per_topic: int = Field(default=0, alias="partitionsPerTopic", ge=1)
+    key_distributor: KeyDistributor = Field(default=KeyDistributor.NO_KEY, alias="keyDistributor")
+    message_size: int = Field(default=0, alias="messageSize", ge=1)
+    use_randomized_payloads: bool = Field(default=False, alias="useRandomizedPayloads")
+    random_bytes_ratio: float = Field(default=0.0, alias="randomBytesRatio", ge=0, le=1)
+    randomized_payload_pool_size: int = Field(default=0, alias="randomizedPayloadPoolSize", ge=0)
+    payload_file: str | None = Field(default=None, alias="payloadFile")
+    subscriptions_per_topic: int = Field(default=0, alias="subscriptionsPerTopic", ge=0)
+    producers_per_topic: int = Field(default=0, alias="producersPerTopic", ge=0)
+    consumer_per_subscription: int = Field(default=0, alias="consumerPerSubscription", ge=0)
+    producer_rate: float = Field(default=0, alias="producerRate", ge=-1)
+    consumer_backlog_size_gb: float = Field(default=0, alias="consumerBacklogSizeGB", ge=0)
+    backlog_drain_ratio: float = Field(default=1.0, alias="backlogDrainRatio", gt=0, le=1)
+    test_duration_minutes: float = Field(default=0, alias="testDurationMinutes", gt=0)
+    warmup_duration_minutes: float = Field(default=1, alias="warmupDurationMinutes", ge=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        if self.use_randomized_payloads and self.randomized_payload_pool_size < 1:
+            raise ValueError(
+                "randomizedPayloadPoolSize must be at least 1 when useRandomizedPayloads is true"
+            )
+        if -1 < self.producer_rate < 0 or (0 < self.producer_rate < 1e-9):
+            raise ValueError("producerRate must be > 0 msg/s, or 0 / -1 for rate discovery")
+        if self.consumer_backlog_size_gb > 0 and self.is_rate_discovery:
+            raise ValueError("cannot discover the producer rate while building a backlog "
+                             "(consumerBacklogSizeGB > 0 needs producerRate > 0)")
+        if self.topics * self.partitions_per_topic > MAX_TOTAL_PARTITIONS:
+            raise ValueError(f"topics × partitionsPerTopic is above {MAX_TOTAL_PARTITIONS:,}")
+        return self
+
+    @property
+    def is_rate_discovery(self) -> bool:
+        return self.producer_rate <= 0
+
+    @property
+    def test_duration_s(self) -> float:
+        return self.test_duration_minutes * 60.0
+
+    @property
+    def warmup_duration_s(self) -> float:
+        return self.warmup_duration_minutes * 60.0
+
+    @property
+    def total_producers(self) -> int:
+        return self.topics * self.producers_per_topic
+
+    @property
+    def total_consumers(self) -> int:
+        return self.topics * self.subscriptions_per_topic * self.consumer_per_subscription
+
+
+def load_workload(path: str | Path, *, lenient: bool = False) -> Workload:
+    return parse_model(Workload, load_yaml(path), file=str(path), lenient=lenient)
+
+
+def resolve_payload_file(workload: Workload, workload_path: str | Path | None) -> Path:
+    """``payloadFile`` relative to the working directory (OMB), else to the workload's folder."""
+    assert workload.payload_file is not None
+    candidates = [Path(workload.payload_file)]
+    if workload_path is not None:
+        candidates.append(Path(workload_path).parent / workload.payload_file)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(
+        "payload file not found",
+        file=str(workload_path) if workload_path else None,
+        path="payloadFile",
+        value=workload.payload_file,
+        allowed="a path relative to the working directory or to the workload file",
+    )

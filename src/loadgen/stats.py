@@ -1,0 +1,73 @@
+"""Interval snapshots: what one worker measured in one stats interval, mergeable across workers.
+
+Counts add and histograms merge, so a run's aggregate and a multi-worker interval are both just
+:func:`merge_all` over snapshots. Histograms are in microseconds (see :mod:`loadgen.hdr`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from loadgen import hdr
+
+PUBLISH = "publish"
+PUBLISH_DELAY = "publishDelay"
+PUBLISH_FROM_INTENDED = "publishFromIntended"
+END_TO_END = "endToEnd"
+METRICS = (PUBLISH, PUBLISH_DELAY, PUBLISH_FROM_INTENDED, END_TO_END)
+
+
+@dataclass(frozen=True)
+class IntervalStats:
+    """One interval's counts and latency histograms.
+
+    ``start_ms``/``end_ms`` are wall-clock epoch milliseconds. ``warmup`` intervals are kept in
+    the result's totals but excluded from the aggregated latencies and per-period lists.
+    ``negative_e2e`` counts deliveries whose receive time was before the send time (clock skew):
+    they are counted here rather than silently dropped, and are not in the histogram.
+    """
+
+    start_ms: int
+    end_ms: int
+    sent: int = 0
+    send_errors: int = 0
+    bytes_sent: int = 0
+    received: int = 0
+    bytes_received: int = 0
+    negative_e2e: int = 0
+    warmup: bool = False
+    histograms: Mapping[str, hdr.Histogram] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        return max(self.end_ms - self.start_ms, 1) / 1000.0
+
+    def histogram(self, metric: str) -> hdr.Histogram:
+        """The histogram for ``metric``; an empty one when nothing was recorded."""
+        found = self.histograms.get(metric)
+        return found if found is not None else hdr.histogram_for(metric)
+
+
+def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
+    """Merge snapshots (of several workers, or of a whole run) into one."""
+    items = list(snapshots)
+    if not items:
+        raise ValueError("merge_all needs at least one snapshot")
+    histograms = {}
+    for metric in METRICS:
+        present = [s.histograms[metric] for s in items if metric in s.histograms]
+        if present:
+            histograms[metric] = hdr.merge(metric, present)
+    return IntervalStats(
+        start_ms=min(s.start_ms for s in items),
+        end_ms=max(s.end_ms for s in items),
+        sent=sum(s.sent for s in items),
+        send_errors=sum(s.send_errors for s in items),
+        bytes_sent=sum(s.bytes_sent for s in items),
+        received=sum(s.received for s in items),
+        bytes_received=sum(s.bytes_received for s in items),
+        negative_e2e=sum(s.negative_e2e for s in items),
+        warmup=all(s.warmup for s in items),
+        histograms=histograms,
+    )

@@ -1,0 +1,1 @@
+"""Workers: the local worker and its producer loop."""

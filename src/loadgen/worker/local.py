@@ -1,0 +1,227 @@
+"""The local worker: owns one driver's producers, consumers, producer loop and recorders.
+
+It knows nothing about any broker; it turns recorders into :class:`IntervalStats` snapshots and
+keeps the running totals that readiness, drain and backlog checks need.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from loadgen import hdr
+from loadgen.driver import Consumer, Driver, Producer, TopicSpec
+from loadgen.errors import DriverError
+from loadgen.keys import key_source
+from loadgen.payload import PROBE_PAYLOAD
+from loadgen.recorder import ConsumerRecorder, ProducerRecorder
+from loadgen.stats import (
+    END_TO_END,
+    PUBLISH,
+    PUBLISH_DELAY,
+    PUBLISH_FROM_INTENDED,
+    IntervalStats,
+)
+from loadgen.worker.producer_loop import ProducerLoop
+
+log = logging.getLogger("loadgen.worker")
+
+PROBE_KEY = b"key"
+
+
+def random_suffix() -> str:
+    """OMB's 7-character suffix: unpadded base64url of 5 random bytes."""
+    return base64.urlsafe_b64encode(os.urandom(5)).decode().rstrip("=")
+
+
+def topic_names(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}-{i:07d}-{random_suffix()}" for i in range(count)]
+
+
+def subscription_names(count: int) -> list[str]:
+    return [f"sub-{i:03d}-{random_suffix()}" for i in range(count)]
+
+
+@dataclass
+class Totals:
+    """Running totals over the whole run, probe and warm-up included."""
+
+    sent: int = 0
+    received: int = 0
+    errors: int = 0
+    probe_sent: int = 0
+    probe_received: int = 0
+
+
+def _as_int64(chunks: list) -> np.ndarray:
+    arrays = [np.frombuffer(chunk, dtype=np.int64) for chunk in chunks if len(chunk)]
+    return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+
+
+class LocalWorker:
+    """Creates the load on one driver in this process and measures it."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.topics: list[str] = []
+        self._producers: list[Producer] = []
+        self._consumers: list[Consumer] = []
+        self._consumer_recorders: list[ConsumerRecorder] = []
+        self._producer_recorder = ProducerRecorder()
+        self._loop: ProducerLoop | None = None
+        self._message_size = 0
+        self.totals = Totals()
+
+    # -- set-up -----------------------------------------------------------------------------
+    def create_topics(self, count: int, partitions: int) -> list[str]:
+        names = topic_names(self.driver.topic_name_prefix, count)
+        self.driver.create_topics([TopicSpec(name, partitions) for name in names])
+        self.topics = names
+        return names
+
+    def create_consumers(self, subscriptions_per_topic: int, consumers_per_subscription: int) -> None:
+        for topic in self.topics:
+            for subscription in subscription_names(subscriptions_per_topic):
+                for _ in range(consumers_per_subscription):
+                    recorder = ConsumerRecorder()
+                    consumer = self.driver.create_consumer(topic, subscription, recorder.on_message)
+                    self._consumers.append(consumer)
+                    self._consumer_recorders.append(recorder)
+
+    def create_producers(self, producers_per_topic: int) -> None:
+        for _ in range(producers_per_topic):
+            for topic in self.topics:
+                self._producers.append(self.driver.create_producer(topic))
+
+    # -- readiness ----------------------------------------------------------------------------
+    def probe(self, expected_received: int, timeout_s: float) -> None:
+        """OMB's readiness check: one probe message per producer, then wait for delivery.
+
+        Probe messages count in the run totals (as in OMB); their latencies are discarded.
+        """
+        acks: list[BaseException | None] = []
+        for producer in self._producers:
+            producer.send(PROBE_KEY, PROBE_PAYLOAD, lambda error, *_: acks.append(error))
+        deadline = time.monotonic() + timeout_s
+        while self.received_so_far() < expected_received or len(acks) < len(self._producers):
+            if time.monotonic() > deadline:
+                raise DriverError(
+                    "readiness",
+                    f"consumers received {self.received_so_far()} of {expected_received} probe "
+                    f"messages and {len(acks)} of {len(self._producers)} sends were acknowledged "
+                    f"within {timeout_s:.0f} s",
+                )
+            for producer in self._producers:
+                producer.poll()
+            time.sleep(0.01)
+        failed = [error for error in acks if error is not None]
+        if failed:
+            raise DriverError("readiness", f"probe send failed: {failed[0]}")
+        self._take_counts_only()
+
+    def _take_counts_only(self) -> None:
+        received = sum(len(recorder.take().end_to_end) for recorder in self._consumer_recorders)
+        self.totals.probe_received = received
+        self.totals.probe_sent = len(self._producers)
+        self.totals.received += received
+        self.totals.sent += len(self._producers)
+
+    # -- load -----------------------------------------------------------------------------------
+    def start_load(
+        self, rate: float, payloads: list[bytes], key_distributor: str
+    ) -> None:
+        self._message_size = len(payloads[0])
+        self._loop = ProducerLoop(
+            self._producers, payloads, key_source(key_distributor), rate, self._producer_recorder
+        )
+        self._loop.start()
+
+    def stop_load(self, flush_timeout_s: float) -> int:
+        """Stop sending and wait for in-flight acknowledgements; return how many never came."""
+        if self._loop is not None:
+            self._loop.stop()
+        deadline = time.monotonic() + flush_timeout_s
+        pending = 0
+        for producer in self._producers:
+            pending += producer.flush(max(deadline - time.monotonic(), 0.0))
+        return pending
+
+    def loop_error(self) -> BaseException | None:
+        return self._loop.error if self._loop is not None else None
+
+    @property
+    def has_consumers(self) -> bool:
+        return bool(self._consumers)
+
+    def pause_consumers(self) -> None:
+        for consumer in self._consumers:
+            consumer.pause()
+
+    def resume_consumers(self) -> None:
+        for consumer in self._consumers:
+            consumer.resume()
+
+    # -- measurement --------------------------------------------------------------------------
+    def sent_so_far(self) -> int:
+        return self.totals.sent + len(self._producer_recorder.publish)
+
+    def received_so_far(self) -> int:
+        return self.totals.received + sum(len(r.end_to_end) for r in self._consumer_recorders)
+
+    def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats:
+        """Take everything recorded since the last snapshot as one interval."""
+        produced = self._producer_recorder.take()
+        consumed = [recorder.take() for recorder in self._consumer_recorders]
+        e2e = _as_int64([sample.end_to_end for sample in consumed])
+        negative = int(np.count_nonzero(e2e < 0))
+        sent, received = len(produced.publish), len(e2e)
+        self.totals.sent += sent
+        self.totals.received += received
+        self.totals.errors += produced.errors
+        histograms = {
+            PUBLISH: hdr.record_ns(PUBLISH, _as_int64([produced.publish])),
+            PUBLISH_DELAY: hdr.record_ns(PUBLISH_DELAY, _as_int64([produced.publish_delay])),
+            PUBLISH_FROM_INTENDED: hdr.record_ns(
+                PUBLISH_FROM_INTENDED, _as_int64([produced.publish_from_intended])
+            ),
+            END_TO_END: hdr.record_ns(END_TO_END, e2e[e2e >= 0] if negative else e2e),
+        }
+        return IntervalStats(
+            start_ms=start_ms,
+            end_ms=end_ms,
+            sent=sent,
+            send_errors=produced.errors,
+            bytes_sent=sent * self._message_size,
+            received=received,
+            bytes_received=sum(sample.received_bytes for sample in consumed),
+            negative_e2e=negative,
+            warmup=warmup,
+            histograms=histograms,
+        )
+
+    # -- teardown -------------------------------------------------------------------------------
+    def close(self, *, delete_topics: bool) -> None:
+        """Stop everything this worker started; never raises, so a result is never masked."""
+        if self._loop is not None:
+            self._loop.stop()
+        for resource in [*self._producers, *self._consumers]:
+            try:
+                resource.close()
+            except Exception as error:
+                log.warning("closing %s failed: %s", type(resource).__name__, error)
+        self._producers.clear()
+        self._consumers.clear()
+        if delete_topics and self.topics:
+            try:
+                self.driver.delete_topics(self.topics)
+            except Exception as error:
+                log.warning("deleting topics failed: %s", error)
+        try:
+            self.driver.close()
+        except Exception as error:
+            log.warning("closing the driver failed: %s", error)

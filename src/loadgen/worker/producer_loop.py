@@ -1,0 +1,103 @@
+"""The open-loop producer loop: one thread drives every producer of the worker.
+
+One thread, because the GIL lets only one send run at a time anyway; more threads would add
+switching, not throughput (throughput comes from worker processes). The loop keeps the
+absolute schedule of :mod:`loadgen.rate`: it sends everything due, in bursts, then lets the
+clients serve their delivery callbacks and sleeps until the next intended time.
+
+Per message it does only: read the clock, append the publish delay, pick key and payload by
+index, bind the delivery callback, call ``send``. Everything else is hoisted out of the loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from functools import partial
+from time import perf_counter_ns, sleep
+
+from loadgen.driver import Producer
+from loadgen.keys import KeySource
+from loadgen.rate import Schedule
+from loadgen.recorder import ProducerRecorder
+
+BURST = 512
+"""Messages sent between two checks of the stop flag and two rounds of client polling."""
+POLL_EVERY_NS = 1_000_000
+MAX_SLEEP_S = 0.001
+
+
+class ProducerLoop:
+    """Sends at ``rate`` msg/s over ``producers`` (round robin) until :meth:`stop`."""
+
+    def __init__(
+        self,
+        producers: Sequence[Producer],
+        payloads: Sequence[bytes],
+        keys: KeySource | None,
+        rate: float,
+        recorder: ProducerRecorder,
+    ) -> None:
+        if not producers or not payloads:
+            raise ValueError("the producer loop needs at least one producer and one payload")
+        self._producers = list(producers)
+        self._payloads = list(payloads)
+        self._keys = keys
+        self._rate = rate
+        self._recorder = recorder
+        self._stopping = False
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._guarded_run, name="producer-loop", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop sending; returns when the loop thread has ended (or ``timeout_s`` passed)."""
+        self._stopping = True
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+    def _guarded_run(self) -> None:
+        try:
+            self._run()
+        except BaseException as error:  # reported by the worker; a dead loop must not go unseen
+            self.error = error
+
+    def _run(self) -> None:
+        sends = [p.send for p in self._producers]
+        polls = [p.poll for p in self._producers]
+        payloads, keys = self._payloads, self._keys
+        n_sends, n_payloads = len(sends), len(payloads)
+        recorder = self._recorder
+        on_done = recorder.on_done
+        schedule = Schedule(perf_counter_ns(), self._rate)
+        start, interval = schedule.start_ns, schedule.interval_ns
+        sent = 0
+        last_poll = 0
+        while not self._stopping:
+            now = perf_counter_ns()
+            due = schedule.due(now)
+            if due <= sent:
+                if now - last_poll >= POLL_EVERY_NS:
+                    for poll in polls:
+                        poll()
+                    last_poll = now
+                wait_ns = schedule.intended_ns(sent) - perf_counter_ns()
+                if wait_ns > 0:
+                    sleep(min(wait_ns / 1e9, MAX_SLEEP_S))
+                continue
+            end = min(due, sent + BURST)
+            for index in range(sent, end):
+                intended = start + int(index * interval)
+                now = perf_counter_ns()
+                delay = now - intended
+                recorder.publish_delay.append(delay)
+                key = keys(now) if keys is not None else None
+                sends[index % n_sends](
+                    key, payloads[index % n_payloads], partial(on_done, intended, now)
+                )
+            sent = end
+            for poll in polls:
+                poll()
+            last_poll = perf_counter_ns()

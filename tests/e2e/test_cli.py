@@ -1,0 +1,128 @@
+"""The loadgen command as a user runs it: real processes, real tansu, real files."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+
+TINY_WORKLOAD = """\
+name: tiny e2e
+topics: 1
+partitionsPerTopic: 4
+messageSize: 512
+useRandomizedPayloads: true
+randomBytesRatio: 0.5
+randomizedPayloadPoolSize: 100
+subscriptionsPerTopic: 1
+consumerPerSubscription: 1
+producersPerTopic: 1
+producerRate: 2000
+testDurationMinutes: 1
+warmupDurationMinutes: 0
+"""
+
+
+def loadgen(*args, cwd, timeout=120):
+    return subprocess.run(
+        [sys.executable, "-m", "loadgen", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY_WORKLOAD)
+    return path
+
+
+def results_in(directory):
+    return [json.loads(p.read_text()) for p in sorted(Path(directory).glob("*.json"))]
+
+
+def test_run_without_a_driver_starts_a_local_kafka_and_writes_an_omb_result(tiny, tmp_path):
+    done = loadgen("run", str(tiny), "--duration", "3s", "--stats-interval", "1s", "-o", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "local Kafka broker" in done.stderr
+    [result] = results_in(tmp_path / "out")
+    assert result["workload"] == "tiny e2e" and result["driver"] == "Kafka"
+    assert result["totalMessagesReceived"] == result["totalMessagesSent"] > 5000
+    assert len(result["publishRate"]) == 3
+    assert "e2e" in done.stdout.lower()
+
+
+def test_misspelt_workload_field_exits_2_naming_file_and_field(tiny, tmp_path):
+    tiny.write_text(TINY_WORKLOAD.replace("partitionsPerTopic", "partitionPerTopic"))
+    done = loadgen("run", str(tiny), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "tiny.yaml" in done.stderr and "partitionPerTopic" in done.stderr
+    assert "partitionsPerTopic" in done.stderr  # the suggestion
+    assert "Traceback" not in done.stderr
+
+
+def test_unreachable_bootstrap_fails_within_15_seconds_naming_the_address(tiny, tmp_path):
+    driver = tmp_path / "kafka.yaml"
+    driver.write_text(
+        "name: Kafka\ndriver: kafka\ncommonConfig: bootstrap.servers=127.0.0.1:1\n"
+        "producerConfig: acks=all\nconsumerConfig: auto.offset.reset=earliest\n"
+    )
+    started = time.monotonic()
+    done = loadgen("run", "-d", str(driver), str(tiny), cwd=tmp_path, timeout=60)
+    assert time.monotonic() - started < 15
+    assert done.returncode == 3, done.stderr
+    assert "127.0.0.1:1" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_ctrl_c_during_measurement_writes_the_partial_result_and_exits_non_zero(tiny, tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loadgen", "run", str(tiny), "--duration", "60s",
+         "--stats-interval", "1s", "-o", "out"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    lines = []
+    deadline = time.monotonic() + 60
+    while len(lines) < 2 and time.monotonic() < deadline:  # two measured intervals printed
+        line = process.stdout.readline()
+        if "measure" in line:
+            lines.append(line)
+    process.send_signal(signal.SIGINT)
+    stopped_at = time.monotonic()
+    _, stderr = process.communicate(timeout=30)
+    assert time.monotonic() - stopped_at < 10
+    assert process.returncode == 130, stderr
+    [result] = results_in(tmp_path / "out")
+    assert result["incomplete"] is True and result["stopReason"] == "interrupted"
+    assert len(result["publishRate"]) >= 2
+    assert "partial result written" in stderr
+
+
+def test_validate_accepts_every_shipped_config():
+    files = sorted(str(p) for p in (REPO / "configs").rglob("*.yaml"))
+    done = loadgen("validate", *files, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("ok") == len(files)
+
+
+def test_brokers_up_status_down_manage_a_local_kafka(tmp_path):
+    env = {**os.environ, "LOADGEN_STATE_DIR": str(tmp_path)}
+
+    def brokers(*args):
+        return subprocess.run([sys.executable, "-m", "loadgen", "brokers", *args],
+                              capture_output=True, text=True, timeout=60, env=env)
+
+    up = brokers("up", "kafka", "--port", "19192")
+    assert up.returncode == 0, up.stderr
+    try:
+        assert "127.0.0.1:19192" in brokers("status", "kafka").stdout
+    finally:
+        assert brokers("down", "kafka").returncode == 0
+    assert brokers("status", "kafka").returncode == 1

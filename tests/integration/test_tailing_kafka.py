@@ -1,0 +1,71 @@
+"""The foundation's acceptance run: OMB's lifecycle against a real (tansu) Kafka broker."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loadgen.runner import run_one
+from loadgen.scenarios.tailing import RunOptions
+from loadgen.spec import Workload
+
+pytestmark = pytest.mark.integration
+
+
+def ten_k_workload():
+    return Workload.model_validate(
+        {
+            "name": "1 topic / 16 partitions / 1kb / 10k",
+            "topics": 1,
+            "partitionsPerTopic": 16,
+            "messageSize": 1024,
+            "useRandomizedPayloads": True,
+            "randomBytesRatio": 0.5,
+            "randomizedPayloadPoolSize": 1000,
+            "subscriptionsPerTopic": 1,
+            "consumerPerSubscription": 1,
+            "producersPerTopic": 1,
+            "producerRate": 10_000,
+            "testDurationMinutes": 1,
+            "warmupDurationMinutes": 0.1,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def one_minute_run(kafka_spec, tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    return run_one(ten_k_workload(), None, kafka_spec, out, RunOptions(stats_interval_s=10))
+
+
+def test_one_minute_at_10k_hits_the_rate_within_one_percent(one_minute_run):
+    measured = [s for s in one_minute_run.outcome.intervals if not s.warmup]
+    rate = sum(s.sent for s in measured) / sum(s.seconds for s in measured)
+    assert rate == pytest.approx(10_000, rel=0.01)
+    assert len(one_minute_run.result["publishRate"]) == 6
+
+
+def test_one_minute_at_10k_receives_every_message_sent(one_minute_run):
+    result = one_minute_run.result
+    assert result["totalPublishErrors"] == 0
+    assert result["totalMessagesSent"] > 600_000
+    assert result["totalMessagesReceived"] == result["totalMessagesSent"]
+    assert result["aggregatedEndToEndLatency50pct"] > 0
+    assert result["aggregatedPublishLatency99pct"] > 0
+
+
+def test_result_is_readable_by_omb_create_charts(one_minute_run, tmp_path):
+    """Runs OMB's create_charts.py when OMB_CREATE_CHARTS points at it (pygal needed)."""
+    script = Path(__import__("os").environ.get("OMB_CREATE_CHARTS", "/nonexistent"))
+    if not script.exists():
+        pytest.skip("set OMB_CREATE_CHARTS to OMB's bin/create_charts.py to run this check")
+    done = subprocess.run(
+        [sys.executable, str(script), str(one_minute_run.path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    charts = sorted(p.name for p in tmp_path.glob("*.svg"))
+    assert len(charts) == 10, charts
+    assert json.loads(one_minute_run.path.read_text())["driver"] == "Kafka"

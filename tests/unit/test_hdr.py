@@ -1,0 +1,154 @@
+"""loadgen.hdr: bit-identical binning, V2 round trips, and Java-equal percentiles (checked in Java)."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from loadgen import hdr
+
+JAR = Path("/usr/share/java/hdrhistogram.jar")
+JAVA_SOURCE = Path(__file__).resolve().parents[1] / "java" / "HdrCheck.java"
+
+
+def lognormal_ns(n=50_000, seed=7):
+    rng = np.random.default_rng(seed)
+    values = rng.lognormal(7.5, 1.2, n).astype(np.int64) * 1000  # µs scale, as ns
+    outliers = rng.integers(100_000, 30_000_000, n // 1000) * 1000
+    return np.concatenate([values, outliers])
+
+
+EDGE_US = [0, 1, 2, 255, 256, 131_071, 131_072, 131_073, 262_143, 262_144, 262_145,
+           2**20, 2**20 - 1, 59_999_999, 60_000_000, 60_000_001, 10**12]
+
+
+def test_numpy_binning_is_bit_identical_to_record_value():
+    values_ns = np.concatenate([lognormal_ns(), np.array(EDGE_US, dtype=np.int64) * 1000 + 999])
+    reference = HdrHistogram(1, 60_000_000, 5)
+    for micros in (values_ns // 1000).tolist():
+        reference.record_value(min(micros, 60_000_000))  # OMB clamps publish latency to 60 s
+    ours = hdr.record_ns("publish", values_ns)
+    dense = np.ctypeslib.as_array(reference.counts)
+    assert np.array_equal(np.flatnonzero(dense), ours.index)
+    assert np.array_equal(dense[ours.index], ours.counts)
+    assert hdr.encode(ours) == reference.encode().decode()
+
+
+def test_negative_values_are_refused_not_recorded():
+    with pytest.raises(ValueError, match="negative"):
+        hdr.record_ns("endToEnd", [5_000, -1_000])
+
+
+def test_unknown_metric_is_refused():
+    with pytest.raises(ValueError, match="unknown metric"):
+        hdr.histogram_for("latency")
+
+
+def test_merge_equals_recording_everything_in_one_histogram():
+    values = lognormal_ns()
+    parts = [hdr.record_ns("endToEnd", chunk) for chunk in np.array_split(values, 7)]
+    merged = hdr.merge("endToEnd", parts)
+    whole = hdr.record_ns("endToEnd", values)
+    assert np.array_equal(merged.index, whole.index) and np.array_equal(merged.counts, whole.counts)
+
+
+def test_encode_decode_round_trip_keeps_every_count():
+    original = hdr.record_ns("endToEnd", lognormal_ns())
+    again = hdr.decode("endToEnd", hdr.encode(original))
+    assert np.array_equal(again.index, original.index)
+    assert np.array_equal(again.counts, original.counts)
+
+
+def test_empty_histogram_reads_as_zero():
+    empty = hdr.histogram_for("publish")
+    assert hdr.value_at_percentile(empty, 99) == 0
+    assert hdr.mean(empty) == 0.0
+    assert hdr.quantile_map(empty) == {}
+    assert hdr.summary(empty).max == 0
+
+
+def test_percentile_rounds_up_like_java_where_hdrh_rounds_to_nearest():
+    # two values: Java's p50 target is ceil(nextafter(50) / 100 × 2) = 1, the first value;
+    # hdrh's round-to-nearest int(50 / 100 × 2 + 0.5) = 1 as well, but just above 50 Java moves on
+    two = hdr.record_ns("publish", [1_000_000, 2_000_000])
+    assert hdr.value_at_percentile(two, 50.0) == 1000
+    assert hdr.value_at_percentile(two, 50.0001) == 2000
+
+
+def run_java(*args, stdin=""):
+    build = Path(__file__).resolve().parents[2] / ".pytest_cache" / "java"
+    build.mkdir(parents=True, exist_ok=True)
+    if not (build / "HdrCheck.class").exists() or (
+        (build / "HdrCheck.class").stat().st_mtime < JAVA_SOURCE.stat().st_mtime
+    ):
+        subprocess.run(["javac", "-cp", str(JAR), "-d", str(build), str(JAVA_SOURCE)], check=True)
+    done = subprocess.run(
+        ["java", "-cp", f"{JAR}:{build}", "HdrCheck", *args],
+        input=stdin, capture_output=True, text=True, check=True, timeout=120,
+    )
+    return done.stdout
+
+
+def parse_reports(text):
+    reports, current = [], None
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "end":
+            reports.append(current)
+            current = None
+            continue
+        if current is None:
+            current = {"pct": {}, "q": {}}
+        if kind in ("total", "min", "max"):
+            current[kind] = int(rest)
+        elif kind == "mean":
+            current["mean"] = float(rest)
+        elif kind == "pct":
+            p, value = rest.split()
+            current["pct"][float(p)] = int(value)
+        elif kind == "q":
+            p, value = rest.split()
+            current["q"][float(p)] = int(value)
+    return reports
+
+
+def assert_java_equal(histogram, java):
+    assert histogram.total == java["total"]
+    assert histogram.max == java["max"]
+    assert histogram.min == java["min"]
+    assert hdr.mean(histogram) == java["mean"]
+    for p, value in java["pct"].items():
+        assert hdr.value_at_percentile(histogram, p) == value, p
+    ours = {float(k): v for k, v in hdr.quantile_map(histogram).items()}
+    assert ours == java["q"]
+
+
+needs_java = pytest.mark.skipif(
+    not (JAR.exists() and shutil.which("javac") and shutil.which("java")),
+    reason="Java HdrHistogram missing: apt-get install -y libhdrhistogram-java (and a JDK)",
+)
+
+
+@needs_java
+def test_percentiles_mean_and_quantile_map_equal_java_on_the_same_histograms():
+    histograms = [
+        hdr.record_ns("publish", lognormal_ns()),
+        hdr.record_ns("publish", [2_500_000]),
+        hdr.record_ns("publishDelay", np.arange(0, 3_000_000, 7)),
+        hdr.record_ns("endToEnd", lognormal_ns(seed=3) * 40),
+    ]
+    java = parse_reports(run_java(stdin="\n".join(hdr.encode(h) for h in histograms) + "\n"))
+    assert len(java) == len(histograms)
+    for histogram, reference in zip(histograms, java, strict=True):
+        assert_java_equal(histogram, reference)
+
+
+@needs_java
+def test_histogram_encoded_by_java_decodes_to_the_same_numbers():
+    output = run_java("encode")
+    blob, _, report = output.partition("\n")
+    [java] = parse_reports(report)
+    assert_java_equal(hdr.decode("endToEnd", blob), java)

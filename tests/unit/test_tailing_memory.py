@@ -1,0 +1,105 @@
+"""The tailing scenario end to end on the in-process broker: lifecycle, totals, partial results."""
+
+import json
+
+import pytest
+
+from loadgen.errors import ConfigError, RunAborted
+from loadgen.runner import run_one
+from loadgen.scenarios.tailing import RunOptions
+from loadgen.spec import Workload
+from loadgen.spec.driver_spec import DriverSpec
+
+MEMORY = DriverSpec(name="Memory", kind="memory")
+
+
+def workload(**overrides):
+    fields = {
+        "name": "memory tailing",
+        "topics": 1,
+        "partitionsPerTopic": 4,
+        "messageSize": 256,
+        "useRandomizedPayloads": True,
+        "randomBytesRatio": 0.5,
+        "randomizedPayloadPoolSize": 10,
+        "subscriptionsPerTopic": 2,
+        "consumerPerSubscription": 1,
+        "producersPerTopic": 2,
+        "producerRate": 2000,
+        "testDurationMinutes": 1,
+        "warmupDurationMinutes": 0,
+    }
+    fields.update(overrides)
+    return Workload.model_validate(fields)
+
+
+def test_tailing_run_delivers_every_message_to_every_subscription(tmp_path):
+    report = run_one(
+        workload(), None, MEMORY, tmp_path,
+        RunOptions(duration_s=2, warmup_s=1, stats_interval_s=1),
+    )
+    result = report.result
+    assert result["totalMessagesReceived"] == 2 * result["totalMessagesSent"]
+    assert result["totalPublishErrors"] == 0
+    # warm-up intervals are kept for the totals but not reported as periods
+    assert [s.warmup for s in report.outcome.intervals] == [True, False, False]
+    assert len(result["publishRate"]) == 2
+    measured = sum(s.sent for s in report.outcome.intervals if not s.warmup)
+    assert 2000 * 2 * 0.97 <= measured <= 2000 * 2 * 1.03
+    assert result["aggregatedEndToEndLatency99pct"] > 0
+    assert json.loads(report.path.read_text())["workload"] == "memory tailing"
+    assert report.path.name.startswith("memory-tailing-Memory-")
+
+
+def test_achieved_publish_rate_is_within_one_percent_of_target(tmp_path):
+    report = run_one(
+        workload(producerRate=5000, subscriptionsPerTopic=1), None, MEMORY, tmp_path,
+        RunOptions(duration_s=3, warmup_s=0, stats_interval_s=1),
+    )
+    measured = sum(s.sent for s in report.outcome.intervals)
+    seconds = sum(s.seconds for s in report.outcome.intervals)
+    assert measured / seconds == pytest.approx(5000, rel=0.01)
+
+
+def test_interrupt_during_measurement_writes_a_partial_result(tmp_path):
+    seen = []
+
+    def interrupt_on_second(stats, backlog):
+        seen.append(stats)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(RunAborted) as aborted:
+        run_one(
+            workload(), None, MEMORY, tmp_path,
+            RunOptions(duration_s=30, warmup_s=0, stats_interval_s=1, on_interval=interrupt_on_second),
+        )
+    assert aborted.value.exit_code == 130
+    written = json.loads(open(aborted.value.result_path).read())
+    assert written["incomplete"] is True
+    assert written["stopReason"] == "interrupted"
+    assert written["totalMessagesSent"] > 0
+    assert len(written["publishRate"]) >= 2
+
+
+def test_producer_only_workload_needs_no_consumers(tmp_path):
+    report = run_one(
+        workload(subscriptionsPerTopic=0), None, MEMORY, tmp_path,
+        RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1),
+    )
+    assert report.result["totalMessagesReceived"] == 0
+    assert report.result["totalMessagesSent"] > 0
+    assert report.result["aggregatedEndToEndLatency99pct"] == 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"producerRate": 0}, "producerRate"),
+        ({"consumerBacklogSizeGB": 0.1}, "consumerBacklogSizeGB"),
+    ],
+)
+def test_scenarios_not_built_yet_are_refused_with_the_field_named(tmp_path, overrides, field):
+    with pytest.raises(ConfigError) as caught:
+        run_one(workload(**overrides), None, MEMORY, tmp_path, RunOptions(duration_s=1))
+    assert field in str(caught.value)

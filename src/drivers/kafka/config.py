@@ -1,0 +1,150 @@
+"""OMB's Kafka driver YAML, read for librdkafka (confluent-kafka).
+
+OMB's file carries Java client properties as ``.properties`` text. Most keys mean the same in
+librdkafka; the rest are handled here, explicitly:
+
+| Java client key                                   | here                                              |
+|---------------------------------------------------|---------------------------------------------------|
+| key/value (de)serializer                          | dropped: OMB forces byte/string (de)serializers   |
+| buffer.memory (bytes)                             | queue.buffering.max.kbytes (bytes / 1024)         |
+| max.request.size                                  | message.max.bytes (librdkafka's request cap)      |
+| request.timeout.ms above 900000 (OMB's throughput | 900000, librdkafka's maximum, with one warning    |
+| file uses 1200000)                                 |                                                   |
+| default.api.timeout.ms, max.block.ms,             | dropped with one warning: no librdkafka           |
+| metadata.max.idle.ms, interceptor.classes          | equivalent                                        |
+| anything else                                      | passed to librdkafka; a key it does not know is a |
+|                                                    | ConfigError naming the file and key path          |
+
+Validation instantiates the client with no ``bootstrap.servers``, which makes librdkafka check
+every key while contacting nobody.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from loadgen.errors import ConfigError
+
+log = logging.getLogger("loadgen.kafka")
+
+DROPPED_SILENTLY = {
+    "key.serializer",
+    "value.serializer",
+    "key.deserializer",
+    "value.deserializer",
+}
+LIBRDKAFKA_MAXIMUMS = {"request.timeout.ms": 900_000}
+DROPPED_WITH_WARNING = {
+    "default.api.timeout.ms",
+    "max.block.ms",
+    "metadata.max.idle.ms",
+    "interceptor.classes",
+}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java ``.properties`` lines: ``k=v`` or ``k: v``, ``#``/``!`` comments, blank lines."""
+    properties = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        separators = [i for i in (line.find("="), line.find(":")) if i > 0]
+        if not separators:
+            raise ValueError(f"not a 'key=value' line: {line!r}")
+        cut = min(separators)
+        properties[line[:cut].strip()] = line[cut + 1 :].strip()
+    return properties
+
+
+def _properties_field(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+    if isinstance(value, str):
+        return parse_properties(value)
+    raise ValueError("expected .properties text or a mapping")
+
+
+class KafkaConfig(BaseModel):
+    """The broker section of a Kafka driver file (OMB field names)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    replication_factor: int = Field(default=0, alias="replicationFactor", ge=0)
+    reset: bool = False
+    topic_config: dict[str, str] = Field(default_factory=dict, alias="topicConfig")
+    common_config: dict[str, str] = Field(alias="commonConfig")
+    producer_config: dict[str, str] = Field(alias="producerConfig")
+    consumer_config: dict[str, str] = Field(alias="consumerConfig")
+
+    _properties = field_validator(
+        "topic_config", "common_config", "producer_config", "consumer_config", mode="before"
+    )(_properties_field)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.common_config.get("bootstrap.servers", "")
+
+    @property
+    def auto_commit(self) -> bool:
+        return self.consumer_config.get("enable.auto.commit", "false").lower() == "true"
+
+
+def to_librdkafka(section: str, properties: Mapping[str, str], source: str | None) -> dict[str, str]:
+    """Translate one properties block; warn once per dropped Java-only key."""
+    translated = {}
+    for key, value in properties.items():
+        if key in DROPPED_SILENTLY:
+            continue
+        if key in DROPPED_WITH_WARNING:
+            log.warning("%s: %s.%s has no librdkafka equivalent; ignored", source, section, key)
+            continue
+        if key == "buffer.memory":
+            translated["queue.buffering.max.kbytes"] = str(max(1, int(value) // 1024))
+            continue
+        if key == "max.request.size":
+            translated["message.max.bytes"] = value
+            continue
+        maximum = LIBRDKAFKA_MAXIMUMS.get(key)
+        if maximum is not None and value.isdigit() and int(value) > maximum:
+            log.warning("%s: %s.%s=%s is above librdkafka's maximum; using %d",
+                        source, section, key, value, maximum)
+            value = str(maximum)
+        translated[key] = value
+    return translated
+
+
+def check_with_librdkafka(section: str, conf: Mapping[str, str], source: str | None) -> None:
+    """Let librdkafka reject unknown keys and bad values, without any network traffic."""
+    offline = {k: v for k, v in conf.items() if k != "bootstrap.servers"}
+    offline.pop("group.id", None)
+    try:
+        Producer({**offline, "log_level": 0}) if section != "consumerConfig" else _consumer(offline)
+    except KafkaException as error:
+        message = (error.args[0].str() if error.args else str(error)).strip()
+        key = _rejected_key(message, conf)
+        raise ConfigError(
+            message, file=source, path=f"{section}.{key}" if key else section,
+            value=conf.get(key) if key else None,
+            allowed="librdkafka configuration properties (see librdkafka CONFIGURATION.md)",
+        ) from None
+
+
+def _consumer(conf: Mapping[str, str]) -> None:
+    from confluent_kafka import Consumer
+
+    Consumer({**conf, "group.id": "loadgen-validate", "log_level": 0}).close()
+
+
+def _rejected_key(message: str, conf: Mapping[str, str]) -> str | None:
+    quoted = [part for part in message.split('"')[1::2] if part in conf]
+    if quoted:
+        return quoted[0]
+    return next((key for key in conf if key in message), None)

@@ -1,0 +1,241 @@
+"""The Kafka driver on confluent-kafka (librdkafka), with OMB's Kafka driver semantics.
+
+* One ``Producer`` per loadgen producer, one ``Consumer`` (group id = subscription) per loadgen
+  consumer, each consumer on a thread it owns; topics through ``AdminClient`` in batches of 500.
+* Send timestamp: header ``lg-send-ns``, the producer's wall clock at send as 8-byte big-endian
+  epoch nanoseconds. Messages without it are not loadgen's and are skipped (counted, logged once).
+* The engine's ``on_done(error, *ignored)`` goes to librdkafka as ``on_delivery`` unchanged: no
+  wrapper per message. Delivery reports run inside ``poll()``/``flush()``, on the producer
+  loop's thread.
+* A full local queue (``BufferError``) blocks the send while serving delivery reports, like the
+  Java client's blocking ``send()``; the wait shows up as publish delay.
+* Offsets are committed asynchronously after each non-empty batch unless
+  ``enable.auto.commit=true`` (OMB).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from time import time_ns
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
+from loadgen.driver import OnDone, OnMessage, TopicSpec
+from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen.spec import parse_model
+from loadgen.spec.driver_spec import DriverSpec
+
+log = logging.getLogger("loadgen.kafka")
+client_log = logging.getLogger("loadgen.kafka.librdkafka")
+"""librdkafka's own log lines go through Python logging rather than straight to stderr."""
+
+TIMESTAMP_HEADER = "lg-send-ns"
+CREATE_BATCH = 500
+ADMIN_TIMEOUT_S = 30.0
+FULL_QUEUE_TIMEOUT_S = 30.0
+CONSUME_BATCH = 500
+IDLE_WAIT_S = 0.1
+"""How long an idle consumer blocks for the next message (also how fast close/pause react)."""
+
+
+class KafkaProducer:
+    def __init__(self, topic: str, conf: dict[str, str]) -> None:
+        self._topic = topic
+        self._producer = Producer(conf, logger=client_log)
+        self._produce = self._producer.produce
+
+    def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+        headers = [(TIMESTAMP_HEADER, time_ns().to_bytes(8, "big"))]
+        try:
+            self._produce(self._topic, payload, key, on_delivery=on_done, headers=headers)
+        except BufferError:
+            self._send_when_room(key, payload, on_done, headers)
+
+    def _send_when_room(self, key: bytes | None, payload: bytes, on_done: OnDone,
+                        headers: list[tuple[str, bytes]]) -> None:
+        deadline = time.monotonic() + FULL_QUEUE_TIMEOUT_S
+        while True:
+            self._producer.poll(0.001)
+            try:
+                self._produce(self._topic, payload, key, on_delivery=on_done, headers=headers)
+                return
+            except BufferError as full:
+                if time.monotonic() > deadline:
+                    on_done(full)
+                    return
+
+    def poll(self) -> None:
+        self._producer.poll(0)
+
+    def flush(self, timeout_s: float) -> int:
+        return self._producer.flush(timeout_s)
+
+    def close(self) -> None:
+        self._producer.flush(5.0)
+
+
+class KafkaConsumer:
+    def __init__(self, topic: str, conf: dict[str, str], on_message: OnMessage,
+                 auto_commit: bool) -> None:
+        self._consumer = Consumer(conf, logger=client_log)
+        self._consumer.subscribe([topic], on_assign=self._on_assign)
+        self._on_message = on_message
+        self._auto_commit = auto_commit
+        self._stop = threading.Event()
+        self._want_paused = False
+        self._paused = False
+        self.foreign_messages = 0
+        self.errors = 0
+        self._thread = threading.Thread(target=self._run, name=f"kafka-consumer-{topic}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _on_assign(self, consumer: Consumer, partitions: list) -> None:
+        if self._want_paused and partitions:
+            consumer.pause(partitions)
+
+    def _apply_pause(self) -> None:
+        if self._want_paused == self._paused:
+            return
+        assignment = self._consumer.assignment()
+        if assignment:
+            (self._consumer.pause if self._want_paused else self._consumer.resume)(assignment)
+        self._paused = self._want_paused
+
+    def _run(self) -> None:
+        consume, on_message = self._consumer.consume, self._on_message
+        while not self._stop.is_set():
+            self._apply_pause()
+            # consume(n, t) waits for n messages or t: wait for one, then take what is queued
+            messages = consume(1, IDLE_WAIT_S)
+            if messages:
+                messages += consume(CONSUME_BATCH, 0)
+            delivered = False
+            for message in messages:
+                if message.error() is not None:
+                    self._on_error(message.error())
+                    continue
+                headers = message.headers()
+                if not headers or headers[0][0] != TIMESTAMP_HEADER:
+                    self._on_foreign()
+                    continue
+                on_message(message.value(), int.from_bytes(headers[0][1], "big"))
+                delivered = True
+            if delivered and not self._auto_commit:
+                self._commit()
+
+    def _commit(self) -> None:
+        try:
+            self._consumer.commit(asynchronous=True)
+        except KafkaException as error:  # e.g. no offsets yet after a rebalance
+            log.debug("commit failed: %s", error)
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._PARTITION_EOF:
+            return
+        self.errors += 1
+        if self.errors in (1, 10, 100, 1000):
+            log.warning("consumer error #%d: %s", self.errors, error)
+
+    def _on_foreign(self) -> None:
+        self.foreign_messages += 1
+        if self.foreign_messages == 1:
+            log.warning("skipping messages without the %s header (not sent by loadgen)",
+                        TIMESTAMP_HEADER)
+
+    def pause(self) -> None:
+        self._want_paused = True
+
+    def resume(self) -> None:
+        self._want_paused = False
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._consumer.close()
+
+
+class Driver:
+    """``driver: kafka`` or OMB's ``io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver``."""
+
+    def __init__(self, spec: DriverSpec, config: KafkaConfig) -> None:
+        self.spec = spec
+        self.config = config
+        common = to_librdkafka("commonConfig", config.common_config, spec.source)
+        self._producer_conf = {**common,
+                               **to_librdkafka("producerConfig", config.producer_config, spec.source)}
+        self._consumer_conf = {**common,
+                               **to_librdkafka("consumerConfig", config.consumer_config, spec.source)}
+        self._admin_conf = common
+        self._admin: AdminClient | None = None
+
+    @classmethod
+    def validate_config(cls, spec: DriverSpec) -> KafkaConfig:
+        config = parse_model(KafkaConfig, dict(spec.config), file=spec.source, lenient=spec.lenient)
+        common = to_librdkafka("commonConfig", config.common_config, spec.source)
+        check_with_librdkafka("commonConfig", common, spec.source)
+        check_with_librdkafka("producerConfig", {
+            **common, **to_librdkafka("producerConfig", config.producer_config, spec.source)
+        }, spec.source)
+        check_with_librdkafka("consumerConfig", {
+            **common, **to_librdkafka("consumerConfig", config.consumer_config, spec.source)
+        }, spec.source)
+        return config
+
+    @classmethod
+    def from_config(cls, spec: DriverSpec) -> Driver:
+        return cls(spec, cls.validate_config(spec))
+
+    @property
+    def topic_name_prefix(self) -> str:
+        return "test-topic"
+
+    def _admin_client(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self._admin_conf, logger=client_log)
+        return self._admin
+
+    def check_reachable(self, timeout_s: float) -> None:
+        address = self.config.bootstrap_servers or "<no bootstrap.servers>"
+        try:
+            self._admin_client().list_topics(timeout=timeout_s)
+        except KafkaException as error:
+            raise BrokerUnreachable("kafka", address, str(error.args[0])) from None
+
+    def create_topics(self, topics: list[TopicSpec]) -> None:
+        replication = self.config.replication_factor or -1
+        admin = self._admin_client()
+        for start in range(0, len(topics), CREATE_BATCH):
+            batch = [NewTopic(t.name, t.partitions, replication, config=dict(self.config.topic_config))
+                     for t in topics[start : start + CREATE_BATCH]]
+            for name, future in admin.create_topics(batch, request_timeout=ADMIN_TIMEOUT_S).items():
+                try:
+                    future.result(timeout=ADMIN_TIMEOUT_S)
+                except KafkaException as error:
+                    if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                        raise DriverError("kafka", f"creating topic {name}: {error.args[0]}") from None
+        log.info("created %d topics", len(topics))
+
+    def delete_topics(self, names: list[str]) -> None:
+        if not names:
+            return
+        futures = self._admin_client().delete_topics(names, request_timeout=ADMIN_TIMEOUT_S)
+        for name, future in futures.items():
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_S)
+            except Exception as error:
+                log.warning("deleting topic %s failed: %s", name, error)
+
+    def create_producer(self, topic: str) -> KafkaProducer:
+        return KafkaProducer(topic, self._producer_conf)
+
+    def create_consumer(self, topic: str, subscription: str, on_message: OnMessage) -> KafkaConsumer:
+        conf = {**self._consumer_conf, "group.id": subscription}
+        return KafkaConsumer(topic, conf, on_message, self.config.auto_commit)
+
+    def close(self) -> None:
+        self._admin = None

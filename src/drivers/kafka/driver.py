@@ -88,6 +88,8 @@ class KafkaConsumer:
         self._stop = threading.Event()
         self._want_paused = False
         self._paused = False
+        self._switches = threading.Condition()
+        self._requested = self._applied = 0
         self.foreign_messages = 0
         self.errors = 0
         self._thread = threading.Thread(target=self._run, name=f"kafka-consumer-{topic}",
@@ -99,12 +101,17 @@ class KafkaConsumer:
             consumer.pause(partitions)
 
     def _apply_pause(self) -> None:
-        if self._want_paused == self._paused:
-            return
-        assignment = self._consumer.assignment()
-        if assignment:
-            (self._consumer.pause if self._want_paused else self._consumer.resume)(assignment)
-        self._paused = self._want_paused
+        with self._switches:
+            requested, want = self._requested, self._want_paused
+        if want != self._paused:
+            assignment = self._consumer.assignment()
+            if assignment:
+                (self._consumer.pause if want else self._consumer.resume)(assignment)
+            self._paused = want
+        if requested != self._applied:
+            with self._switches:
+                self._applied = requested
+                self._switches.notify_all()
 
     def _run(self) -> None:
         consume, on_message = self._consumer.consume, self._on_message
@@ -148,10 +155,19 @@ class KafkaConsumer:
                         TIMESTAMP_HEADER)
 
     def pause(self) -> None:
-        self._want_paused = True
+        """Returns once the consumer thread has paused its assignment."""
+        self._switch(paused=True)
 
     def resume(self) -> None:
-        self._want_paused = False
+        self._switch(paused=False)
+
+    def _switch(self, *, paused: bool) -> None:
+        with self._switches:
+            self._want_paused = paused
+            self._requested += 1
+            target = self._requested
+            if not self._switches.wait_for(lambda: self._applied >= target, IDLE_WAIT_S * 10):
+                log.warning("the consumer did not apply %s in time", "pause" if paused else "resume")
 
     def close(self) -> None:
         self._stop.set()

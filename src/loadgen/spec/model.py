@@ -92,12 +92,16 @@ def parse_model(
         return model_cls.model_validate(dict(data))
     except ValidationError as error:
         raise _config_error(model_cls, error, file, prefix) from None
+    except ConfigError as error:  # raised by a model's cross-field check, which knows the field
+        raise ConfigError(error.args[0], file=file, path=prefix + (error.path or ""),
+                          value=error.value, allowed=error.allowed) from None
 
 
 def _config_error(
     model_cls: type[BaseModel], error: ValidationError, file: str | None, prefix: str
 ) -> ConfigError:
-    first = error.errors()[0]
+    # an unknown key first: a misspelt key also shows up as its correct twin "missing"
+    first = min(error.errors(), key=lambda e: e["type"] != "extra_forbidden")
     location = tuple(first["loc"])
     path = prefix + ".".join(str(part) for part in location)
     value = first.get("input")
@@ -122,4 +126,8 @@ def _config_error(
         return ConfigError(f"expected {TYPE_WORDS[base]}, got {value!r}", file=file, path=path,
                            value=value, allowed=TYPE_WORDS[base])
     message = first["msg"].removeprefix("Value error, ")
-    return ConfigError(f"{message} (got {value!r})", file=file, path=path, value=value)
+    bounds = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+    limits = [f"{sign} {first['ctx'][key]}" for key, sign in bounds.items()
+              if key in first.get("ctx", {})]
+    return ConfigError(f"{message} (got {value!r})", file=file, path=path, value=value,
+                       allowed=", ".join(limits) if limits else None)

@@ -18,7 +18,6 @@ from loadgen.spec.loader import load_yaml
 from loadgen.spec.model import parse_model
 
 MAX_TOTAL_PARTITIONS = 10_000_000
-DISCOVERY_RATES = (0, -1)
 
 
 class KeyDistributor(StrEnum):
@@ -52,17 +51,25 @@ class Workload(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
+        """Checks across fields; ConfigError (not ValueError) so the message names the field."""
         if self.use_randomized_payloads and self.randomized_payload_pool_size < 1:
-            raise ValueError(
-                "randomizedPayloadPoolSize must be at least 1 when useRandomizedPayloads is true"
+            raise ConfigError(
+                "randomizedPayloadPoolSize must be at least 1 when useRandomizedPayloads is true",
+                path="randomizedPayloadPoolSize", value=self.randomized_payload_pool_size,
+                allowed=">= 1",
             )
-        if -1 < self.producer_rate < 0 or (0 < self.producer_rate < 1e-9):
-            raise ValueError("producerRate must be > 0 msg/s, or 0 / -1 for rate discovery")
+        if -1 < self.producer_rate < 0:
+            raise ConfigError("producerRate must be > 0 msg/s, or 0 / -1 for rate discovery",
+                              path="producerRate", value=self.producer_rate,
+                              allowed="> 0, or 0 / -1")
         if self.consumer_backlog_size_gb > 0 and self.is_rate_discovery:
-            raise ValueError("cannot discover the producer rate while building a backlog "
-                             "(consumerBacklogSizeGB > 0 needs producerRate > 0)")
+            raise ConfigError("cannot discover the producer rate while building a backlog "
+                              "(consumerBacklogSizeGB > 0 needs producerRate > 0)",
+                              path="producerRate", value=self.producer_rate, allowed="> 0")
         if self.topics * self.partitions_per_topic > MAX_TOTAL_PARTITIONS:
-            raise ValueError(f"topics × partitionsPerTopic is above {MAX_TOTAL_PARTITIONS:,}")
+            raise ConfigError(f"topics × partitionsPerTopic is above {MAX_TOTAL_PARTITIONS:,}",
+                              path="partitionsPerTopic", value=self.partitions_per_topic,
+                              allowed=f"topics × partitionsPerTopic <= {MAX_TOTAL_PARTITIONS:,}")
         return self
 
     @property

@@ -1,0 +1,127 @@
+"""The Kafka driver against a real tansu broker: topics, sends, subscriptions, pause, failures."""
+
+import threading
+import time
+import uuid
+
+import pytest
+
+from drivers.kafka import Driver
+from loadgen.driver import TopicSpec
+from loadgen.errors import BrokerUnreachable, ConfigError
+from loadgen.spec.driver_spec import DriverSpec
+
+pytestmark = pytest.mark.integration
+
+
+def wait_for(condition, timeout, poll=None):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        if poll:
+            poll()
+        time.sleep(0.01)
+
+
+class Inbox:
+    def __init__(self):
+        self.items = []
+        self.lock = threading.Lock()
+
+    def __call__(self, payload, sent_ns):
+        with self.lock:
+            self.items.append((payload, sent_ns))
+
+    def __len__(self):
+        return len(self.items)
+
+
+@pytest.fixture
+def driver(kafka_spec):
+    kafka = Driver.from_config(kafka_spec)
+    yield kafka
+    kafka.close()
+
+
+@pytest.fixture
+def topic(driver):
+    name = f"it-{uuid.uuid4().hex[:8]}"
+    driver.create_topics([TopicSpec(name, 16)])
+    yield name
+    driver.delete_topics([name])
+
+
+def test_two_subscriptions_each_receive_every_message_with_its_send_time(driver, topic):
+    first, second = Inbox(), Inbox()
+    consumers = [driver.create_consumer(topic, "sub-a", first), driver.create_consumer(topic, "sub-b", second)]
+    producer = driver.create_producer(topic)
+    acks = []
+    before = time.time_ns()
+    for i in range(2000):
+        producer.send(b"key-%d" % (i % 20) if i % 2 else None, b"m%d" % i, lambda e, *_: acks.append(e))
+    assert producer.flush(30) == 0
+    assert acks == [None] * 2000
+    wait_for(lambda: len(first) == 2000 and len(second) == 2000, timeout=30)
+    assert sorted(p for p, _ in first.items) == sorted(b"m%d" % i for i in range(2000))
+    assert all(before <= sent <= time.time_ns() for _, sent in second.items)
+    for consumer in consumers:
+        consumer.close()
+    producer.close()
+
+
+def test_creating_an_existing_topic_is_not_an_error(driver, topic):
+    driver.create_topics([TopicSpec(topic, 16)])
+
+
+def test_paused_consumer_holds_messages_until_resumed(driver, topic):
+    inbox = Inbox()
+    consumer = driver.create_consumer(topic, "sub-pause", inbox)
+    producer = driver.create_producer(topic)
+    producer.send(None, b"first", lambda *_: None)
+    producer.flush(10)
+    wait_for(lambda: len(inbox) == 1, timeout=30)
+    consumer.pause()
+    for _ in range(50):
+        producer.send(None, b"later", lambda *_: None)
+    producer.flush(10)
+    time.sleep(1.0)  # absence can only be shown by waiting
+    assert len(inbox) == 1
+    consumer.resume()
+    wait_for(lambda: len(inbox) == 51, timeout=30)
+    consumer.close()
+    producer.close()
+
+
+def test_close_stops_the_consumer_thread(driver, topic):
+    before = {t.name for t in threading.enumerate()}
+    consumer = driver.create_consumer(topic, "sub-close", Inbox())
+    consumer.close()
+    after = {t.name for t in threading.enumerate() if t.is_alive()}
+    assert not {name for name in after - before if name.startswith("kafka-consumer")}
+
+
+def test_unreachable_bootstrap_fails_fast_naming_the_address():
+    spec = DriverSpec(name="Kafka", kind="kafka", config={
+        "commonConfig": "bootstrap.servers=127.0.0.1:1",
+        "producerConfig": "acks=all",
+        "consumerConfig": "auto.offset.reset=earliest",
+    })
+    kafka = Driver.from_config(spec)
+    started = time.monotonic()
+    with pytest.raises(BrokerUnreachable) as caught:
+        kafka.check_reachable(10)
+    assert time.monotonic() - started < 15
+    assert "127.0.0.1:1" in str(caught.value)
+    assert caught.value.exit_code == 3
+
+
+def test_a_key_librdkafka_rejects_is_a_config_error_with_its_path():
+    spec = DriverSpec(name="Kafka", kind="kafka", source="bad.yaml", config={
+        "commonConfig": "bootstrap.servers=127.0.0.1:1",
+        "producerConfig": "acks=all\nlinger.msec=5",
+        "consumerConfig": "auto.offset.reset=earliest",
+    })
+    with pytest.raises(ConfigError) as caught:
+        Driver.validate_config(spec)
+    message = str(caught.value)
+    assert "bad.yaml" in message and "producerConfig.linger.msec" in message

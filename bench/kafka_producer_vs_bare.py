@@ -1,4 +1,4 @@
-"""loadgen's Kafka producer path next to a bare confluent-kafka produce loop, same settings, same run.
+"""loadgen's Kafka producer path beside a bare confluent-kafka loop: same settings, same run.
 
 Usage: python bench/kafka_producer_vs_bare.py [--seconds 10] [--rounds 3] [--size 1024]
 
@@ -87,7 +87,9 @@ def engine(bootstrap: str, topic: str, seconds: float, size: int) -> dict:
 def _child(side: str, bootstrap: str, topic: str, seconds: float, size: int) -> dict:
     done = subprocess.run(
         [sys.executable, __file__, "--child", side, bootstrap, topic, str(seconds), str(size)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -122,27 +124,41 @@ def main() -> None:
                 row["rate"] = row["acked"] / row["seconds"]
                 row["cpu_us_per_msg"] = row["cpu"] / max(row["acked"], 1) * 1e6
                 rows[side].append(row)
-                print(f"round {round_number + 1} {side:8} {row['rate']:>10,.0f} msg/s  "
-                      f"{row['cpu_us_per_msg']:6.2f} µs CPU/msg  ({row['acked']:,} acked)")
+                print(
+                    f"round {round_number + 1} {side:8} {row['rate']:>10,.0f} msg/s  "
+                    f"{row['cpu_us_per_msg']:6.2f} µs CPU/msg  ({row['acked']:,} acked)"
+                )
                 for future in admin.delete_topics([topic]).values():
                     future.result(10)
     finally:
         broker.stop()
     medians = {
-        side: {key: statistics.median(r[key] for r in side_rows) for key in ("rate", "cpu_us_per_msg")}
+        side: {
+            key: statistics.median(r[key] for r in side_rows) for key in ("rate", "cpu_us_per_msg")
+        }
         for side, side_rows in rows.items()
     }
-    print(f"median bare     {medians['bare']['rate']:>10,.0f} msg/s  "
-          f"{medians['bare']['cpu_us_per_msg']:.2f} µs CPU/msg")
-    print(f"median loadgen  {medians['loadgen']['rate']:>10,.0f} msg/s  "
-          f"{medians['loadgen']['cpu_us_per_msg']:.2f} µs CPU/msg")
+    print(
+        f"median bare     {medians['bare']['rate']:>10,.0f} msg/s  "
+        f"{medians['bare']['cpu_us_per_msg']:.2f} µs CPU/msg"
+    )
+    print(
+        f"median loadgen  {medians['loadgen']['rate']:>10,.0f} msg/s  "
+        f"{medians['loadgen']['cpu_us_per_msg']:.2f} µs CPU/msg"
+    )
     ratios = [lg["rate"] / b["rate"] for b, lg in zip(rows["bare"], rows["loadgen"], strict=True)]
-    cpu = [lg["cpu_us_per_msg"] / b["cpu_us_per_msg"]
-           for b, lg in zip(rows["bare"], rows["loadgen"], strict=True)]
-    print(f"throughput loadgen/bare per round {[f'{r:.3f}' for r in ratios]} "
-          f"median {statistics.median(ratios):.3f}")
-    print(f"CPU per message loadgen/bare per round {[f'{r:.2f}' for r in cpu]} "
-          f"median {statistics.median(cpu):.2f}")
+    cpu = [
+        lg["cpu_us_per_msg"] / b["cpu_us_per_msg"]
+        for b, lg in zip(rows["bare"], rows["loadgen"], strict=True)
+    ]
+    print(
+        f"throughput loadgen/bare per round {[f'{r:.3f}' for r in ratios]} "
+        f"median {statistics.median(ratios):.3f}"
+    )
+    print(
+        f"CPU per message loadgen/bare per round {[f'{r:.2f}' for r in cpu]} "
+        f"median {statistics.median(cpu):.2f}"
+    )
 
 
 if __name__ == "__main__":

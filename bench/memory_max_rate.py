@@ -65,17 +65,31 @@ def main() -> None:
         rows = []
         for _ in range(args.rounds):
             done = subprocess.run(
-                [sys.executable, __file__, "--seconds", str(args.seconds), "--size", str(args.size),
-                 "--child", str(consumers)],
-                capture_output=True, text=True, check=True,
+                [
+                    sys.executable,
+                    __file__,
+                    "--seconds",
+                    str(args.seconds),
+                    "--size",
+                    str(args.size),
+                    "--child",
+                    str(consumers),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
             )
             rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         label = "producer-only" if consumers == 0 else "1 producer + 1 consumer"
         for row in rows:
-            print(f"{label:24} sent {row['sent_rate']:>10,.0f} msg/s  received "
-                  f"{row['received_rate']:>10,.0f} msg/s  {row['cpu_us_per_msg']:.2f} µs CPU/msg  "
-                  f"binning {row['binning_share']:.1%} of wall time")
-        print(f"{label:24} median sent {statistics.median(r['sent_rate'] for r in rows):,.0f} msg/s")
+            print(
+                f"{label:24} sent {row['sent_rate']:>10,.0f} msg/s  received "
+                f"{row['received_rate']:>10,.0f} msg/s  {row['cpu_us_per_msg']:.2f} µs CPU/msg  "
+                f"binning {row['binning_share']:.1%} of wall time"
+            )
+        print(
+            f"{label:24} median sent {statistics.median(r['sent_rate'] for r in rows):,.0f} msg/s"
+        )
 
 
 if __name__ == "__main__":

@@ -76,19 +76,46 @@ def _printer(quiet: bool):
 
 @cli.command()
 @click.argument("workloads", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-d", "--driver", "drivers", multiple=True, type=click.Path(path_type=Path),
-              help="Driver YAML (repeatable). Without it, a local Kafka broker is started.")
-@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=Path("results"),
-              show_default=True, help="Directory for result files.")
-@click.option("--duration", callback=_duration("--duration"),
-              help="Override testDurationMinutes (30s, 5m, 1h, 1m30s or seconds).")
-@click.option("--warmup", callback=_duration("--warmup"),
-              help="Override warmupDurationMinutes (same formats).")
-@click.option("--stats-interval", callback=_duration("--stats-interval"), default="10s",
-              show_default=True, help="Stats period (1s or more).")
+@click.option(
+    "-d",
+    "--driver",
+    "drivers",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Driver YAML (repeatable). Without it, a local Kafka broker is started.",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Directory for result files.",
+)
+@click.option(
+    "--duration",
+    callback=_duration("--duration"),
+    help="Override testDurationMinutes (30s, 5m, 1h, 1m30s or seconds).",
+)
+@click.option(
+    "--warmup",
+    callback=_duration("--warmup"),
+    help="Override warmupDurationMinutes (same formats).",
+)
+@click.option(
+    "--stats-interval",
+    callback=_duration("--stats-interval"),
+    default="10s",
+    show_default=True,
+    help="Stats period (1s or more).",
+)
 @click.option("--keep-topics", is_flag=True, help="Do not delete the topics after the run.")
-@click.option("--lenient", is_flag=True,
-              help="Ignore unknown YAML keys with a warning (OMB behaviour) instead of failing.")
+@click.option(
+    "--lenient",
+    is_flag=True,
+    help="Ignore unknown YAML keys with a warning (OMB behaviour) instead of failing.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No per-interval lines.")
 def run(
     workloads: tuple[Path, ...],
@@ -103,11 +130,16 @@ def run(
 ) -> None:
     """Run each WORKLOAD against each driver, in order, as OMB does."""
     if stats_interval < 1:
-        raise ConfigError("must be at least 1 second", path="--stats-interval",
-                          value=stats_interval, allowed="1s or more")
+        raise ConfigError(
+            "must be at least 1 second",
+            path="--stats-interval",
+            value=stats_interval,
+            allowed="1s or more",
+        )
     if duration is not None and duration <= 0:
-        raise ConfigError("must be positive", path="--duration", value=duration,
-                          allowed="a positive duration")
+        raise ConfigError(
+            "must be positive", path="--duration", value=duration, allowed="a positive duration"
+        )
     loaded = [(path, load_workload(path, lenient=lenient)) for path in workloads]
     specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
     options = RunOptions(
@@ -122,7 +154,9 @@ def run(
             specs = [stack.enter_context(_embedded_kafka())]
         for path, workload in loaded:
             for spec in specs:
-                click.echo(f"== {workload.name or path.stem} on {spec.name} ({spec.kind})", err=True)
+                click.echo(
+                    f"== {workload.name or path.stem} on {spec.name} ({spec.kind})", err=True
+                )
                 try:
                     report = run_one(workload, path, spec, out_dir, options)
                 except RunAborted as aborted:
@@ -165,8 +199,11 @@ def brokers(action: str, kind: str, port: int | None) -> None:
         click.echo(f"{kind} stopped" if stopped else f"{kind} was not running")
     else:
         broker = local.status(kind)
-        click.echo(f"{kind} running at {broker.address} (pid {broker.pid})" if broker
-                   else f"{kind} not running")
+        click.echo(
+            f"{kind} running at {broker.address} (pid {broker.pid})"
+            if broker
+            else f"{kind} not running"
+        )
         if broker is None:
             sys.exit(1)
 

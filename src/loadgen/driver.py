@@ -27,8 +27,8 @@ ENTRY_POINT_GROUP = "loadgen.drivers"
 OnDone = Callable[..., None]
 """Called once per sent message as ``on_done(error, *client_args)``: ``error`` is ``None`` when the
 broker acknowledged the message. A driver may pass its client's own extra arguments after it
-(confluent-kafka calls ``on_delivery(err, msg)``), so it can hand ``on_done`` to the client as it is,
-with no wrapper allocated per message; the engine ignores them."""
+(confluent-kafka calls ``on_delivery(err, msg)``), so it can hand ``on_done`` to the client as it
+is, with no wrapper allocated per message; the engine ignores them."""
 
 OnMessage = Callable[[bytes, int], None]
 """Called once per received message with the payload and its send time (epoch ns)."""

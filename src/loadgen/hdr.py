@@ -74,7 +74,9 @@ def layout(metric: str) -> Layout:
     try:
         highest = HIGHEST_TRACKABLE_US[metric]
     except KeyError:
-        raise ValueError(f"unknown metric {metric!r}; known: {sorted(HIGHEST_TRACKABLE_US)}") from None
+        raise ValueError(
+            f"unknown metric {metric!r}; known: {sorted(HIGHEST_TRACKABLE_US)}"
+        ) from None
     template = HdrHistogram(1, highest, SIGNIFICANT_DIGITS)
     return Layout(
         highest=highest,
@@ -88,7 +90,7 @@ def layout(metric: str) -> Layout:
 
 @dataclass(frozen=True, eq=False)
 class Histogram:
-    """The non-empty buckets of one metric's histogram: sorted ``index`` with positive ``counts``."""
+    """One metric's non-empty buckets: sorted ``index`` with positive ``counts``."""
 
     metric: str
     index: np.ndarray
@@ -270,8 +272,14 @@ class LatencySummary:
     max: int
 
 
-SUMMARY_PERCENTILES = {"p50": 50.0, "p75": 75.0, "p95": 95.0, "p99": 99.0, "p999": 99.9,
-                       "p9999": 99.99}
+SUMMARY_PERCENTILES = {
+    "p50": 50.0,
+    "p75": 75.0,
+    "p95": 95.0,
+    "p99": 99.0,
+    "p999": 99.9,
+    "p9999": 99.99,
+}
 
 
 def summary(histogram: Histogram) -> LatencySummary:

@@ -44,7 +44,9 @@ def build_payloads(workload: Workload, workload_path: Path | None) -> list[bytes
     """
     if workload.use_randomized_payloads:
         return random_pool(
-            workload.message_size, workload.random_bytes_ratio, workload.randomized_payload_pool_size
+            workload.message_size,
+            workload.random_bytes_ratio,
+            workload.randomized_payload_pool_size,
         )
     if workload.payload_file:
         return file_payload(resolve_payload_file(workload, workload_path), workload.message_size)

@@ -50,8 +50,10 @@ class ProducerRecorder:
         self.errors = 0
         self._errors_taken = 0
 
-    def on_done(self, intended_ns: int, sent_ns: int, error: BaseException | None, *_: object) -> None:
-        """Delivery callback; bound per message with ``functools.partial(on_done, intended, sent)``."""
+    def on_done(
+        self, intended_ns: int, sent_ns: int, error: BaseException | None, *_: object
+    ) -> None:
+        """Delivery callback, bound per message: ``partial(on_done, intended, sent)``."""
         now = perf_counter_ns()
         if error is None:
             latency = now - sent_ns

@@ -100,9 +100,7 @@ def run_metadata(
         "endedAt": datetime.fromtimestamp(outcome.ended_ms / 1000, UTC).isoformat(),
         "workload": workload.model_dump(by_alias=True, mode="json"),
         "driver": {"name": spec.name, "driver": spec.kind, "config": redact(dict(spec.config))},
-        "options": {
-            key: value for key, value in asdict(options).items() if key != "on_interval"
-        },
+        "options": {key: value for key, value in asdict(options).items() if key != "on_interval"},
         "topics": outcome.topics,
         "drain": {
             "seconds": round(outcome.drain_seconds, 3),

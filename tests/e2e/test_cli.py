@@ -33,7 +33,11 @@ warmupDurationMinutes: 0
 
 def loadgen(*args, cwd, timeout=120):
     return subprocess.run(
-        [sys.executable, "-m", "loadgen", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "loadgen", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -49,7 +53,9 @@ def results_in(directory):
 
 
 def test_run_without_a_driver_starts_a_local_kafka_and_writes_an_omb_result(tiny, tmp_path):
-    done = loadgen("run", str(tiny), "--duration", "3s", "--stats-interval", "1s", "-o", "out", cwd=tmp_path)
+    done = loadgen(
+        "run", str(tiny), "--duration", "3s", "--stats-interval", "1s", "-o", "out", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert "local Kafka broker" in done.stderr
     [result] = results_in(tmp_path / "out")
@@ -84,9 +90,23 @@ def test_unreachable_bootstrap_fails_within_15_seconds_naming_the_address(tiny, 
 
 def test_ctrl_c_during_measurement_writes_the_partial_result_and_exits_non_zero(tiny, tmp_path):
     process = subprocess.Popen(
-        [sys.executable, "-m", "loadgen", "run", str(tiny), "--duration", "60s",
-         "--stats-interval", "1s", "-o", "out"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "loadgen",
+            "run",
+            str(tiny),
+            "--duration",
+            "60s",
+            "--stats-interval",
+            "1s",
+            "-o",
+            "out",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     lines = []
     deadline = time.monotonic() + 60
@@ -116,8 +136,13 @@ def test_brokers_up_status_down_manage_a_local_kafka(tmp_path):
     env = {**os.environ, "LOADGEN_STATE_DIR": str(tmp_path)}
 
     def brokers(*args):
-        return subprocess.run([sys.executable, "-m", "loadgen", "brokers", *args],
-                              capture_output=True, text=True, timeout=60, env=env)
+        return subprocess.run(
+            [sys.executable, "-m", "loadgen", "brokers", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
 
     up = brokers("up", "kafka", "--port", "19192")
     assert up.returncode == 0, up.stderr

@@ -53,12 +53,17 @@ def topic(driver):
 
 def test_two_subscriptions_each_receive_every_message_with_its_send_time(driver, topic):
     first, second = Inbox(), Inbox()
-    consumers = [driver.create_consumer(topic, "sub-a", first), driver.create_consumer(topic, "sub-b", second)]
+    consumers = [
+        driver.create_consumer(topic, "sub-a", first),
+        driver.create_consumer(topic, "sub-b", second),
+    ]
     producer = driver.create_producer(topic)
     acks = []
     before = time.time_ns()
     for i in range(2000):
-        producer.send(b"key-%d" % (i % 20) if i % 2 else None, b"m%d" % i, lambda e, *_: acks.append(e))
+        producer.send(
+            b"key-%d" % (i % 20) if i % 2 else None, b"m%d" % i, lambda e, *_: acks.append(e)
+        )
     assert producer.flush(30) == 0
     assert acks == [None] * 2000
     wait_for(lambda: len(first) == 2000 and len(second) == 2000, timeout=30)
@@ -101,11 +106,15 @@ def test_close_stops_the_consumer_thread(driver, topic):
 
 
 def test_unreachable_bootstrap_fails_fast_naming_the_address():
-    spec = DriverSpec(name="Kafka", kind="kafka", config={
-        "commonConfig": "bootstrap.servers=127.0.0.1:1",
-        "producerConfig": "acks=all",
-        "consumerConfig": "auto.offset.reset=earliest",
-    })
+    spec = DriverSpec(
+        name="Kafka",
+        kind="kafka",
+        config={
+            "commonConfig": "bootstrap.servers=127.0.0.1:1",
+            "producerConfig": "acks=all",
+            "consumerConfig": "auto.offset.reset=earliest",
+        },
+    )
     kafka = Driver.from_config(spec)
     started = time.monotonic()
     with pytest.raises(BrokerUnreachable) as caught:
@@ -116,11 +125,16 @@ def test_unreachable_bootstrap_fails_fast_naming_the_address():
 
 
 def test_a_key_librdkafka_rejects_is_a_config_error_with_its_path():
-    spec = DriverSpec(name="Kafka", kind="kafka", source="bad.yaml", config={
-        "commonConfig": "bootstrap.servers=127.0.0.1:1",
-        "producerConfig": "acks=all\nlinger.msec=5",
-        "consumerConfig": "auto.offset.reset=earliest",
-    })
+    spec = DriverSpec(
+        name="Kafka",
+        kind="kafka",
+        source="bad.yaml",
+        config={
+            "commonConfig": "bootstrap.servers=127.0.0.1:1",
+            "producerConfig": "acks=all\nlinger.msec=5",
+            "consumerConfig": "auto.offset.reset=earliest",
+        },
+    )
     with pytest.raises(ConfigError) as caught:
         Driver.validate_config(spec)
     message = str(caught.value)

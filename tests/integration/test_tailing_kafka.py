@@ -63,7 +63,10 @@ def test_result_is_readable_by_omb_create_charts(one_minute_run, tmp_path):
         pytest.skip("set OMB_CREATE_CHARTS to OMB's bin/create_charts.py to run this check")
     done = subprocess.run(
         [sys.executable, str(script), str(one_minute_run.path)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     charts = sorted(p.name for p in tmp_path.glob("*.svg"))

@@ -7,8 +7,13 @@ from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
 
 def stats():
     return IntervalStats(
-        start_ms=0, end_ms=2_000, sent=20_000, received=19_000, bytes_sent=20_000 * 1024,
-        bytes_received=19_000 * 1024, send_errors=3,
+        start_ms=0,
+        end_ms=2_000,
+        sent=20_000,
+        received=19_000,
+        bytes_sent=20_000 * 1024,
+        bytes_received=19_000 * 1024,
+        send_errors=3,
         histograms={
             PUBLISH: hdr.record_ns(PUBLISH, np.full(100, 1_500_000)),
             END_TO_END: hdr.record_ns(END_TO_END, np.full(100, 4_000_000)),

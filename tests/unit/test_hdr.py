@@ -1,4 +1,4 @@
-"""loadgen.hdr: bit-identical binning, V2 round trips, and Java-equal percentiles (checked in Java)."""
+"""loadgen.hdr: bit-identical binning, V2 round trips, Java-equal percentiles (checked in Java)."""
 
 import shutil
 import subprocess
@@ -21,8 +21,25 @@ def lognormal_ns(n=50_000, seed=7):
     return np.concatenate([values, outliers])
 
 
-EDGE_US = [0, 1, 2, 255, 256, 131_071, 131_072, 131_073, 262_143, 262_144, 262_145,
-           2**20, 2**20 - 1, 59_999_999, 60_000_000, 60_000_001, 10**12]
+EDGE_US = [
+    0,
+    1,
+    2,
+    255,
+    256,
+    131_071,
+    131_072,
+    131_073,
+    262_143,
+    262_144,
+    262_145,
+    2**20,
+    2**20 - 1,
+    59_999_999,
+    60_000_000,
+    60_000_001,
+    10**12,
+]
 
 
 def test_numpy_binning_is_bit_identical_to_record_value():
@@ -87,7 +104,11 @@ def run_java(*args, stdin=""):
         subprocess.run(["javac", "-cp", str(JAR), "-d", str(build), str(JAVA_SOURCE)], check=True)
     done = subprocess.run(
         ["java", "-cp", f"{JAR}:{build}", "HdrCheck", *args],
-        input=stdin, capture_output=True, text=True, check=True, timeout=120,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     return done.stdout
 

@@ -26,14 +26,18 @@ def test_properties_line_without_separator_is_rejected():
 
 def test_java_only_keys_are_mapped_dropped_or_capped(caplog):
     with caplog.at_level(logging.WARNING):
-        translated = to_librdkafka("producerConfig", {
-            "key.serializer": "org.apache.kafka.common.serialization.StringSerializer",
-            "buffer.memory": "33554432",
-            "max.request.size": "4194304",
-            "default.api.timeout.ms": "1200000",
-            "request.timeout.ms": "1200000",
-            "linger.ms": "1",
-        }, "k.yaml")
+        translated = to_librdkafka(
+            "producerConfig",
+            {
+                "key.serializer": "org.apache.kafka.common.serialization.StringSerializer",
+                "buffer.memory": "33554432",
+                "max.request.size": "4194304",
+                "default.api.timeout.ms": "1200000",
+                "request.timeout.ms": "1200000",
+                "linger.ms": "1",
+            },
+            "k.yaml",
+        )
     assert translated == {
         "queue.buffering.max.kbytes": "32768",
         "message.max.bytes": "4194304",
@@ -50,28 +54,45 @@ def test_shipped_kafka_configs_validate(path):
 
 
 def test_yaml_mapping_is_accepted_as_well_as_properties_text():
-    spec = DriverSpec(name="K", kind="kafka", config={
-        "commonConfig": {"bootstrap.servers": "127.0.0.1:9092"},
-        "producerConfig": {"acks": "all", "enable.idempotence": True},
-        "consumerConfig": {"auto.offset.reset": "earliest"},
-    })
+    spec = DriverSpec(
+        name="K",
+        kind="kafka",
+        config={
+            "commonConfig": {"bootstrap.servers": "127.0.0.1:9092"},
+            "producerConfig": {"acks": "all", "enable.idempotence": True},
+            "consumerConfig": {"auto.offset.reset": "earliest"},
+        },
+    )
     assert Driver.validate_config(spec).producer_config["enable.idempotence"] == "true"
 
 
 def test_misspelt_top_level_key_suggests_the_right_one():
-    spec = DriverSpec(name="K", kind="kafka", source="k.yaml", config={
-        "commonConfig": "bootstrap.servers=127.0.0.1:9092", "producerConfig": "acks=all",
-        "consumerConfig": "auto.offset.reset=earliest", "replicationFactr": 3,
-    })
+    spec = DriverSpec(
+        name="K",
+        kind="kafka",
+        source="k.yaml",
+        config={
+            "commonConfig": "bootstrap.servers=127.0.0.1:9092",
+            "producerConfig": "acks=all",
+            "consumerConfig": "auto.offset.reset=earliest",
+            "replicationFactr": 3,
+        },
+    )
     with pytest.raises(ConfigError, match="did you mean 'replicationFactor'"):
         Driver.validate_config(spec)
 
 
 def test_bad_librdkafka_value_names_the_key():
-    spec = DriverSpec(name="K", kind="kafka", source="k.yaml", config={
-        "commonConfig": "bootstrap.servers=127.0.0.1:9092", "producerConfig": "acks=sometimes",
-        "consumerConfig": "auto.offset.reset=earliest",
-    })
+    spec = DriverSpec(
+        name="K",
+        kind="kafka",
+        source="k.yaml",
+        config={
+            "commonConfig": "bootstrap.servers=127.0.0.1:9092",
+            "producerConfig": "acks=sometimes",
+            "consumerConfig": "auto.offset.reset=earliest",
+        },
+    )
     with pytest.raises(ConfigError) as caught:
         Driver.validate_config(spec)
     assert caught.value.path == "producerConfig.acks"

@@ -7,7 +7,10 @@ def test_key_pool_has_ten_thousand_ten_character_base64url_keys():
     pool = key_pool()
     assert len(pool) == POOL_SIZE
     assert {len(key) for key in pool} == {10}
-    assert all(set(key.decode()) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") for key in pool)
+    assert all(
+        set(key.decode()) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        for key in pool
+    )
 
 
 def test_no_key_sends_without_a_key():

@@ -40,7 +40,9 @@ def test_every_subscription_receives_every_message(driver):
     producer = driver.create_producer("t")
     acks = []
     for i in range(1000):
-        producer.send(None if i % 2 else b"k%d" % i, b"%d" % i, lambda error, *_: acks.append(error))
+        producer.send(
+            None if i % 2 else b"k%d" % i, b"%d" % i, lambda error, *_: acks.append(error)
+        )
     wait_for(lambda: len(first.messages) == 1000 and len(second.messages) == 1000)
     assert acks == [None] * 1000
     assert sorted(p for p, _ in first.messages) == sorted(b"%d" % i for i in range(1000))
@@ -51,7 +53,10 @@ def test_every_subscription_receives_every_message(driver):
 
 def test_consumers_of_one_subscription_split_the_partitions(driver):
     left, right = Inbox(), Inbox()
-    consumers = [driver.create_consumer("t", "shared", left), driver.create_consumer("t", "shared", right)]
+    consumers = [
+        driver.create_consumer("t", "shared", left),
+        driver.create_consumer("t", "shared", right),
+    ]
     producer = driver.create_producer("t")
     for i in range(400):
         producer.send(None, b"%d" % i, lambda *_: None)
@@ -94,5 +99,7 @@ def test_unknown_topic_is_a_driver_error(driver):
 
 def test_unknown_config_key_is_rejected_with_the_allowed_keys():
     with pytest.raises(ConfigError) as caught:
-        Driver.from_config(DriverSpec(name="m", kind="memory", config={"pollIntervalMS": 1}, source="m.yaml"))
+        Driver.from_config(
+            DriverSpec(name="m", kind="memory", config={"pollIntervalMS": 1}, source="m.yaml")
+        )
     assert "pollIntervalMs" in str(caught.value)

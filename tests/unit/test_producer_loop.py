@@ -12,7 +12,11 @@ def run_loop(rate, seconds, keys=None, producers=2):
     driver.create_topics([TopicSpec("t", 2)])
     recorder = ProducerRecorder()
     loop = ProducerLoop(
-        [driver.create_producer("t") for _ in range(producers)], [b"a" * 10, b"b" * 10], keys, rate, recorder
+        [driver.create_producer("t") for _ in range(producers)],
+        [b"a" * 10, b"b" * 10],
+        keys,
+        rate,
+        recorder,
     )
     loop.start()
     time.sleep(seconds)

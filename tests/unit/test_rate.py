@@ -5,7 +5,11 @@ from loadgen.rate import Schedule
 
 def test_intended_times_follow_the_absolute_schedule():
     schedule = Schedule(start_ns=2_000_000_000, rate=1000)
-    assert [schedule.intended_ns(i) for i in range(3)] == [2_000_000_000, 2_001_000_000, 2_002_000_000]
+    assert [schedule.intended_ns(i) for i in range(3)] == [
+        2_000_000_000,
+        2_001_000_000,
+        2_002_000_000,
+    ]
 
 
 def test_due_counts_every_message_whose_time_has_come():

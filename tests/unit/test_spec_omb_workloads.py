@@ -30,7 +30,20 @@ def shipped_workloads():
 
 
 def to_omb_yaml(cells):
-    name, topics, partitions, size, payload, subs, consumers, producers, rate, backlog, minutes, other = cells
+    (
+        name,
+        topics,
+        partitions,
+        size,
+        payload,
+        subs,
+        consumers,
+        producers,
+        rate,
+        backlog,
+        minutes,
+        other,
+    ) = cells
     document = {
         "name": name,
         "topics": int(topics),
@@ -45,8 +58,11 @@ def to_omb_yaml(cells):
     }
     if payload.startswith("rand "):
         ratio, pool = payload.removeprefix("rand ").split("/")
-        document |= {"useRandomizedPayloads": True, "randomBytesRatio": float(ratio),
-                     "randomizedPayloadPoolSize": int(pool)}
+        document |= {
+            "useRandomizedPayloads": True,
+            "randomBytesRatio": float(ratio),
+            "randomizedPayloadPoolSize": int(pool),
+        }
     else:
         document["payloadFile"] = f"payload/{payload}"
     if other:

@@ -1,6 +1,7 @@
 """The tailing scenario end to end on the in-process broker: lifecycle, totals, partial results."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -35,7 +36,10 @@ def workload(**overrides):
 
 def test_tailing_run_delivers_every_message_to_every_subscription(tmp_path):
     report = run_one(
-        workload(), None, MEMORY, tmp_path,
+        workload(),
+        None,
+        MEMORY,
+        tmp_path,
         RunOptions(duration_s=2, warmup_s=1, stats_interval_s=1),
     )
     result = report.result
@@ -53,7 +57,10 @@ def test_tailing_run_delivers_every_message_to_every_subscription(tmp_path):
 
 def test_achieved_publish_rate_is_within_one_percent_of_target(tmp_path):
     report = run_one(
-        workload(producerRate=5000, subscriptionsPerTopic=1), None, MEMORY, tmp_path,
+        workload(producerRate=5000, subscriptionsPerTopic=1),
+        None,
+        MEMORY,
+        tmp_path,
         RunOptions(duration_s=3, warmup_s=0, stats_interval_s=1),
     )
     measured = sum(s.sent for s in report.outcome.intervals)
@@ -71,11 +78,16 @@ def test_interrupt_during_measurement_writes_a_partial_result(tmp_path):
 
     with pytest.raises(RunAborted) as aborted:
         run_one(
-            workload(), None, MEMORY, tmp_path,
-            RunOptions(duration_s=30, warmup_s=0, stats_interval_s=1, on_interval=interrupt_on_second),
+            workload(),
+            None,
+            MEMORY,
+            tmp_path,
+            RunOptions(
+                duration_s=30, warmup_s=0, stats_interval_s=1, on_interval=interrupt_on_second
+            ),
         )
     assert aborted.value.exit_code == 130
-    written = json.loads(open(aborted.value.result_path).read())
+    written = json.loads(Path(aborted.value.result_path).read_text())
     assert written["incomplete"] is True
     assert written["stopReason"] == "interrupted"
     assert written["totalMessagesSent"] > 0
@@ -84,7 +96,10 @@ def test_interrupt_during_measurement_writes_a_partial_result(tmp_path):
 
 def test_producer_only_workload_needs_no_consumers(tmp_path):
     report = run_one(
-        workload(subscriptionsPerTopic=0), None, MEMORY, tmp_path,
+        workload(subscriptionsPerTopic=0),
+        None,
+        MEMORY,
+        tmp_path,
         RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1),
     )
     assert report.result["totalMessagesReceived"] == 0

@@ -16,8 +16,19 @@ HEADER = ResultHeader("w", "Kafka", 1024, 1, 16, 1, 1, subscriptions_per_topic=2
 
 LATENCY = ["Avg", "50pct", "75pct", "95pct", "99pct", "999pct", "9999pct", "Max"]
 OMB_ORDER = (
-    ["workload", "driver", "messageSize", "topics", "partitions", "producersPerTopic",
-     "consumersPerTopic", "publishRate", "publishErrorRate", "consumeRate", "backlog"]
+    [
+        "workload",
+        "driver",
+        "messageSize",
+        "topics",
+        "partitions",
+        "producersPerTopic",
+        "consumersPerTopic",
+        "publishRate",
+        "publishErrorRate",
+        "consumeRate",
+        "backlog",
+    ]
     + [f"publishLatency{s}" for s in LATENCY]
     + [f"publishDelayLatency{s}" for s in LATENCY]
     + [f"aggregatedPublishLatency{s}" for s in LATENCY]
@@ -32,8 +43,14 @@ OMB_ORDER = (
 def interval(start, *, sent, received, warmup=False, publish_us=(1500, 2500), e2e_us=(3000,)):
     ns = lambda values: np.array(values, dtype=np.int64) * 1000  # noqa: E731
     return IntervalStats(
-        start_ms=start, end_ms=start + 10_000, sent=sent, received=received, send_errors=1,
-        bytes_sent=sent * 1024, bytes_received=received * 1024, warmup=warmup,
+        start_ms=start,
+        end_ms=start + 10_000,
+        sent=sent,
+        received=received,
+        send_errors=1,
+        bytes_sent=sent * 1024,
+        bytes_received=received * 1024,
+        warmup=warmup,
         histograms={
             PUBLISH: hdr.record_ns(PUBLISH, ns(publish_us)),
             PUBLISH_DELAY: hdr.record_ns(PUBLISH_DELAY, ns([70, 90])),
@@ -56,10 +73,15 @@ def result():
 def test_omb_fields_come_first_in_omb_order_then_only_additions(result):
     keys = list(result)
     assert keys[: len(OMB_ORDER)] == OMB_ORDER
-    assert keys[len(OMB_ORDER):] == [
-        "totalMessagesSent", "totalMessagesReceived", "totalPublishErrors", "negativeEndToEnd",
+    assert keys[len(OMB_ORDER) :] == [
+        "totalMessagesSent",
+        "totalMessagesReceived",
+        "totalPublishErrors",
+        "negativeEndToEnd",
         *[f"aggregatedPublishFromIntendedLatency{s}" for s in LATENCY],
-        "histograms", "incomplete", "run",
+        "histograms",
+        "incomplete",
+        "run",
     ]
 
 
@@ -80,7 +102,9 @@ def test_units_are_ms_except_publish_delay_in_integer_microseconds(result):
     assert result["publishDelayLatency50pct"] == [70, 70]
     assert isinstance(result["aggregatedPublishDelayLatency99pct"], int)
     assert result["aggregatedEndToEndLatency50pct"] == 3.0
-    assert all(isinstance(v, int) for v in result["aggregatedPublishDelayLatencyQuantiles"].values())
+    assert all(
+        isinstance(v, int) for v in result["aggregatedPublishDelayLatencyQuantiles"].values()
+    )
     assert list(result["aggregatedPublishLatencyQuantiles"])[-1] == "100.0"
 
 
@@ -98,8 +122,13 @@ def test_histogram_blobs_reproduce_the_published_percentiles(result):
 
 
 def test_incomplete_run_says_why():
-    document = build_test_result(HEADER, [interval(0, sent=1, received=1)], run={},
-                                 incomplete=True, stop_reason="interrupted")
+    document = build_test_result(
+        HEADER,
+        [interval(0, sent=1, received=1)],
+        run={},
+        incomplete=True,
+        stop_reason="interrupted",
+    )
     assert document["incomplete"] is True and document["stopReason"] == "interrupted"
 
 

@@ -1,19 +1,17 @@
 """OMB's Kafka driver YAML, read for librdkafka (confluent-kafka).
 
 OMB's file carries Java client properties as ``.properties`` text. Most keys mean the same in
-librdkafka; the rest are handled here, explicitly:
+librdkafka; the Java-only ones are handled here, explicitly:
 
-| Java client key                                   | here                                              |
-|---------------------------------------------------|---------------------------------------------------|
-| key/value (de)serializer                          | dropped: OMB forces byte/string (de)serializers   |
-| buffer.memory (bytes)                             | queue.buffering.max.kbytes (bytes / 1024)         |
-| max.request.size                                  | message.max.bytes (librdkafka's request cap)      |
-| request.timeout.ms above 900000 (OMB's throughput | 900000, librdkafka's maximum, with one warning    |
-| file uses 1200000)                                 |                                                   |
-| default.api.timeout.ms, max.block.ms,             | dropped with one warning: no librdkafka           |
-| metadata.max.idle.ms, interceptor.classes          | equivalent                                        |
-| anything else                                      | passed to librdkafka; a key it does not know is a |
-|                                                    | ConfigError naming the file and key path          |
+* key/value (de)serializers: dropped (OMB forces byte/string (de)serializers).
+* ``buffer.memory`` (bytes) becomes ``queue.buffering.max.kbytes`` (bytes / 1024).
+* ``max.request.size`` becomes ``message.max.bytes`` (librdkafka's request cap).
+* ``request.timeout.ms`` above 900000 (OMB's throughput file has 1200000) is capped at
+  librdkafka's maximum, with one warning.
+* ``default.api.timeout.ms``, ``max.block.ms``, ``metadata.max.idle.ms``,
+  ``interceptor.classes``: no librdkafka equivalent; dropped with one warning.
+* anything else goes to librdkafka, and a key or value it rejects is a ConfigError naming the
+  file and key path.
 
 Validation instantiates the client with no ``bootstrap.servers``, which makes librdkafka check
 every key while contacting nobody.
@@ -97,7 +95,9 @@ class KafkaConfig(BaseModel):
         return self.consumer_config.get("enable.auto.commit", "false").lower() == "true"
 
 
-def to_librdkafka(section: str, properties: Mapping[str, str], source: str | None) -> dict[str, str]:
+def to_librdkafka(
+    section: str, properties: Mapping[str, str], source: str | None
+) -> dict[str, str]:
     """Translate one properties block; warn once per dropped Java-only key."""
     translated = {}
     for key, value in properties.items():
@@ -114,8 +114,14 @@ def to_librdkafka(section: str, properties: Mapping[str, str], source: str | Non
             continue
         maximum = LIBRDKAFKA_MAXIMUMS.get(key)
         if maximum is not None and value.isdigit() and int(value) > maximum:
-            log.warning("%s: %s.%s=%s is above librdkafka's maximum; using %d",
-                        source, section, key, value, maximum)
+            log.warning(
+                "%s: %s.%s=%s is above librdkafka's maximum; using %d",
+                source,
+                section,
+                key,
+                value,
+                maximum,
+            )
             value = str(maximum)
         translated[key] = value
     return translated
@@ -131,7 +137,9 @@ def check_with_librdkafka(section: str, conf: Mapping[str, str], source: str | N
         message = (error.args[0].str() if error.args else str(error)).strip()
         key = _rejected_key(message, conf)
         raise ConfigError(
-            message, file=source, path=f"{section}.{key}" if key else section,
+            message,
+            file=source,
+            path=f"{section}.{key}" if key else section,
             value=conf.get(key) if key else None,
             allowed="librdkafka configuration properties (see librdkafka CONFIGURATION.md)",
         ) from None

@@ -55,8 +55,9 @@ class KafkaProducer:
         except BufferError:
             self._send_when_room(key, payload, on_done, headers)
 
-    def _send_when_room(self, key: bytes | None, payload: bytes, on_done: OnDone,
-                        headers: list[tuple[str, bytes]]) -> None:
+    def _send_when_room(
+        self, key: bytes | None, payload: bytes, on_done: OnDone, headers: list[tuple[str, bytes]]
+    ) -> None:
         deadline = time.monotonic() + FULL_QUEUE_TIMEOUT_S
         while True:
             self._producer.poll(0.001)
@@ -79,8 +80,9 @@ class KafkaProducer:
 
 
 class KafkaConsumer:
-    def __init__(self, topic: str, conf: dict[str, str], on_message: OnMessage,
-                 auto_commit: bool) -> None:
+    def __init__(
+        self, topic: str, conf: dict[str, str], on_message: OnMessage, auto_commit: bool
+    ) -> None:
         self._consumer = Consumer(conf, logger=client_log)
         self._consumer.subscribe([topic], on_assign=self._on_assign)
         self._on_message = on_message
@@ -92,8 +94,9 @@ class KafkaConsumer:
         self._requested = self._applied = 0
         self.foreign_messages = 0
         self.errors = 0
-        self._thread = threading.Thread(target=self._run, name=f"kafka-consumer-{topic}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"kafka-consumer-{topic}", daemon=True
+        )
         self._thread.start()
 
     def _on_assign(self, consumer: Consumer, partitions: list) -> None:
@@ -151,8 +154,9 @@ class KafkaConsumer:
     def _on_foreign(self) -> None:
         self.foreign_messages += 1
         if self.foreign_messages == 1:
-            log.warning("skipping messages without the %s header (not sent by loadgen)",
-                        TIMESTAMP_HEADER)
+            log.warning(
+                "skipping messages without the %s header (not sent by loadgen)", TIMESTAMP_HEADER
+            )
 
     def pause(self) -> None:
         """Returns once the consumer thread has paused its assignment."""
@@ -167,7 +171,9 @@ class KafkaConsumer:
             self._requested += 1
             target = self._requested
             if not self._switches.wait_for(lambda: self._applied >= target, IDLE_WAIT_S * 10):
-                log.warning("the consumer did not apply %s in time", "pause" if paused else "resume")
+                log.warning(
+                    "the consumer did not apply %s in time", "pause" if paused else "resume"
+                )
 
     def close(self) -> None:
         self._stop.set()
@@ -176,16 +182,20 @@ class KafkaConsumer:
 
 
 class Driver:
-    """``driver: kafka`` or OMB's ``io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver``."""
+    """Selected by ``driver: kafka`` or by OMB's Kafka ``driverClass``."""
 
     def __init__(self, spec: DriverSpec, config: KafkaConfig) -> None:
         self.spec = spec
         self.config = config
         common = to_librdkafka("commonConfig", config.common_config, spec.source)
-        self._producer_conf = {**common,
-                               **to_librdkafka("producerConfig", config.producer_config, spec.source)}
-        self._consumer_conf = {**common,
-                               **to_librdkafka("consumerConfig", config.consumer_config, spec.source)}
+        self._producer_conf = {
+            **common,
+            **to_librdkafka("producerConfig", config.producer_config, spec.source),
+        }
+        self._consumer_conf = {
+            **common,
+            **to_librdkafka("consumerConfig", config.consumer_config, spec.source),
+        }
         self._admin_conf = common
         self._admin: AdminClient | None = None
 
@@ -194,12 +204,16 @@ class Driver:
         config = parse_model(KafkaConfig, dict(spec.config), file=spec.source, lenient=spec.lenient)
         common = to_librdkafka("commonConfig", config.common_config, spec.source)
         check_with_librdkafka("commonConfig", common, spec.source)
-        check_with_librdkafka("producerConfig", {
-            **common, **to_librdkafka("producerConfig", config.producer_config, spec.source)
-        }, spec.source)
-        check_with_librdkafka("consumerConfig", {
-            **common, **to_librdkafka("consumerConfig", config.consumer_config, spec.source)
-        }, spec.source)
+        check_with_librdkafka(
+            "producerConfig",
+            {**common, **to_librdkafka("producerConfig", config.producer_config, spec.source)},
+            spec.source,
+        )
+        check_with_librdkafka(
+            "consumerConfig",
+            {**common, **to_librdkafka("consumerConfig", config.consumer_config, spec.source)},
+            spec.source,
+        )
         return config
 
     @classmethod
@@ -226,14 +240,18 @@ class Driver:
         replication = self.config.replication_factor or -1
         admin = self._admin_client()
         for start in range(0, len(topics), CREATE_BATCH):
-            batch = [NewTopic(t.name, t.partitions, replication, config=dict(self.config.topic_config))
-                     for t in topics[start : start + CREATE_BATCH]]
+            batch = [
+                NewTopic(t.name, t.partitions, replication, config=dict(self.config.topic_config))
+                for t in topics[start : start + CREATE_BATCH]
+            ]
             for name, future in admin.create_topics(batch, request_timeout=ADMIN_TIMEOUT_S).items():
                 try:
                     future.result(timeout=ADMIN_TIMEOUT_S)
                 except KafkaException as error:
                     if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                        raise DriverError("kafka", f"creating topic {name}: {error.args[0]}") from None
+                        raise DriverError(
+                            "kafka", f"creating topic {name}: {error.args[0]}"
+                        ) from None
         log.info("created %d topics", len(topics))
 
     def delete_topics(self, names: list[str]) -> None:
@@ -249,7 +267,9 @@ class Driver:
     def create_producer(self, topic: str) -> KafkaProducer:
         return KafkaProducer(topic, self._producer_conf)
 
-    def create_consumer(self, topic: str, subscription: str, on_message: OnMessage) -> KafkaConsumer:
+    def create_consumer(
+        self, topic: str, subscription: str, on_message: OnMessage
+    ) -> KafkaConsumer:
         conf = {**self._consumer_conf, "group.id": subscription}
         return KafkaConsumer(topic, conf, on_message, self.config.auto_commit)
 

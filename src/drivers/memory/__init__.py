@@ -176,10 +176,14 @@ class Driver:
     def create_producer(self, topic: str) -> MemoryProducer:
         return MemoryProducer(self._topic(topic))
 
-    def create_consumer(self, topic: str, subscription: str, on_message: OnMessage) -> MemoryConsumer:
+    def create_consumer(
+        self, topic: str, subscription: str, on_message: OnMessage
+    ) -> MemoryConsumer:
         target = self._topic(topic)
         with target.lock:
-            sub = target.subscriptions.setdefault(subscription, _Subscription(len(target.partitions)))
+            sub = target.subscriptions.setdefault(
+                subscription, _Subscription(len(target.partitions))
+            )
         consumer = MemoryConsumer(target, sub, on_message, self._config.poll_interval_ms / 1000)
         with target.lock:
             sub.consumers.append(consumer)

@@ -18,11 +18,12 @@ def _points(histogram: hdr.Histogram, percentiles: tuple[float, ...]) -> str:
 
 
 def format_interval(stats: IntervalStats, backlog: int, phase: str) -> str:
-    """``[measure] pub 10000 msg/s 9.8 MB/s | cons ... | backlog 0 | err 0 | pub ms ... | e2e ms ...``"""
+    """``[measure] pub N msg/s X MB/s | cons ... | backlog B | err E | pub ms ... | e2e ms ...``"""
     seconds = stats.seconds
+    sent_mb, received_mb = stats.bytes_sent / MB / seconds, stats.bytes_received / MB / seconds
     return (
-        f"[{phase:7}] pub {stats.sent / seconds:9.0f} msg/s {stats.bytes_sent / MB / seconds:7.1f} MB/s"
-        f" | cons {stats.received / seconds:9.0f} msg/s {stats.bytes_received / MB / seconds:7.1f} MB/s"
+        f"[{phase:7}] pub {stats.sent / seconds:9.0f} msg/s {sent_mb:7.1f} MB/s"
+        f" | cons {stats.received / seconds:9.0f} msg/s {received_mb:7.1f} MB/s"
         f" | backlog {backlog:>8}"
         f" | err {stats.send_errors:>5}"
         f" | pub ms p50/p99/p99.9/max {_points(stats.histogram(PUBLISH), (50, 99, 99.9))}"

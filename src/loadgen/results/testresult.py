@@ -48,8 +48,9 @@ def _as_is(micros: float) -> float:
     return micros
 
 
-def latency_fields(histogram: hdr.Histogram, convert: Callable[[float], float],
-                   integer_percentiles: bool = False) -> list[Any]:
+def latency_fields(
+    histogram: hdr.Histogram, convert: Callable[[float], float], integer_percentiles: bool = False
+) -> list[Any]:
     """[avg, p50, p75, p95, p99, p99.9, p99.99, max] in OMB's unit for the metric."""
     values: list[Any] = [convert(hdr.mean(histogram))]
     points = [hdr.value_at_percentile(histogram, p) for p in PERCENTILES] + [histogram.max]
@@ -61,14 +62,22 @@ def _quantiles(histogram: hdr.Histogram, convert: Callable[[float], float]) -> d
     return {key: convert(value) for key, value in hdr.quantile_map(histogram).items()}
 
 
-def _period_lists(name: str, histograms: Sequence[hdr.Histogram], convert: Callable[[float], float],
-                  integer_percentiles: bool = False) -> dict[str, list[Any]]:
+def _period_lists(
+    name: str,
+    histograms: Sequence[hdr.Histogram],
+    convert: Callable[[float], float],
+    integer_percentiles: bool = False,
+) -> dict[str, list[Any]]:
     rows = [latency_fields(h, convert, integer_percentiles) for h in histograms]
     return {f"{name}{suffix}": [row[i] for row in rows] for i, suffix in enumerate(SUFFIXES)}
 
 
-def _aggregated(name: str, histogram: hdr.Histogram, convert: Callable[[float], float],
-                integer_percentiles: bool = False) -> dict[str, Any]:
+def _aggregated(
+    name: str,
+    histogram: hdr.Histogram,
+    convert: Callable[[float], float],
+    integer_percentiles: bool = False,
+) -> dict[str, Any]:
     row = latency_fields(histogram, convert, integer_percentiles)
     return {f"aggregated{name}{suffix}": value for suffix, value in zip(SUFFIXES, row, strict=True)}
 
@@ -136,8 +145,10 @@ def build_test_result(
     }
     result |= _aggregated("PublishFromIntendedLatency", whole(PUBLISH_FROM_INTENDED), _ms)
     result["histograms"] = {
-        metric: {"aggregated": hdr.encode(whole(metric)),
-                 "periods": [hdr.encode(h) for h in period(metric)]}
+        metric: {
+            "aggregated": hdr.encode(whole(metric)),
+            "periods": [hdr.encode(h) for h in period(metric)],
+        }
         for metric in METRICS
     }
     result["incomplete"] = incomplete

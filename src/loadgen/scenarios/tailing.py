@@ -109,12 +109,27 @@ class _Measurement:
 
 def _check_supported(workload: Workload) -> None:
     unsupported = [
-        (workload.is_rate_discovery, "producerRate", workload.producer_rate,
-         "rate discovery (producerRate <= 0) is not implemented yet", "a rate > 0 msg/s"),
-        (workload.consumer_backlog_size_gb > 0, "consumerBacklogSizeGB",
-         workload.consumer_backlog_size_gb, "catch-up runs are not implemented yet", "0"),
-        (workload.producers_per_topic < 1, "producersPerTopic", workload.producers_per_topic,
-         "consumer-only runs are not implemented yet", "at least 1"),
+        (
+            workload.is_rate_discovery,
+            "producerRate",
+            workload.producer_rate,
+            "rate discovery (producerRate <= 0) is not implemented yet",
+            "a rate > 0 msg/s",
+        ),
+        (
+            workload.consumer_backlog_size_gb > 0,
+            "consumerBacklogSizeGB",
+            workload.consumer_backlog_size_gb,
+            "catch-up runs are not implemented yet",
+            "0",
+        ),
+        (
+            workload.producers_per_topic < 1,
+            "producersPerTopic",
+            workload.producers_per_topic,
+            "consumer-only runs are not implemented yet",
+            "at least 1",
+        ),
     ]
     for failed, path, value, message, allowed in unsupported:
         if failed:
@@ -133,7 +148,9 @@ def run_tailing(
     try:
         driver.check_reachable(options.reachable_timeout_s)
         outcome.topics = worker.create_topics(workload.topics, workload.partitions_per_topic)
-        worker.create_consumers(workload.subscriptions_per_topic, workload.consumer_per_subscription)
+        worker.create_consumers(
+            workload.subscriptions_per_topic, workload.consumer_per_subscription
+        )
         worker.create_producers(workload.producers_per_topic)
         if worker.has_consumers:
             worker.probe(

@@ -19,8 +19,9 @@ def parse_duration(text: str, *, option: str) -> float:
     except ValueError:
         parts = PART.findall(cleaned)
         if not parts or "".join(n + u for n, u in parts) != cleaned:
-            raise ConfigError(f"{text!r} is not a duration", path=option, value=text,
-                              allowed=ALLOWED) from None
+            raise ConfigError(
+                f"{text!r} is not a duration", path=option, value=text, allowed=ALLOWED
+            ) from None
         seconds = sum(float(number) * UNITS[unit] for number, unit in parts)
     if seconds < 0 or seconds != seconds or seconds == float("inf"):
         raise ConfigError(f"{text!r} is not a duration", path=option, value=text, allowed=ALLOWED)

@@ -49,19 +49,26 @@ def _model_at(model_cls: type[BaseModel], location: tuple[Any, ...]) -> type[Bas
     return current
 
 
-def _drop_unknown(model_cls: type[BaseModel], data: Mapping[str, Any], file: str | None,
-                  prefix: str) -> dict[str, Any]:
+def _drop_unknown(
+    model_cls: type[BaseModel], data: Mapping[str, Any], file: str | None, prefix: str
+) -> dict[str, Any]:
     known = set(field_names(model_cls)) | set(model_cls.model_fields)
     kept = {}
     for key, value in data.items():
         if key not in known:
-            log.warning("%s: ignoring unknown field %r (--lenient)", file or "<config>", prefix + str(key))
+            log.warning(
+                "%s: ignoring unknown field %r (--lenient)", file or "<config>", prefix + str(key)
+            )
             continue
         info = model_cls.model_fields.get(key) or next(
             (i for n, i in model_cls.model_fields.items() if i.alias == key), None
         )
         nested = getattr(info, "annotation", None)
-        if isinstance(nested, type) and issubclass(nested, BaseModel) and isinstance(value, Mapping):
+        if (
+            isinstance(nested, type)
+            and issubclass(nested, BaseModel)
+            and isinstance(value, Mapping)
+        ):
             value = _drop_unknown(nested, value, file, f"{prefix}{key}.")
         kept[key] = value
     return kept
@@ -84,7 +91,9 @@ def parse_model(
     if not isinstance(data, Mapping):
         raise ConfigError(
             f"expected a mapping of fields, got {type(data).__name__}",
-            file=file, path=path_prefix or None, value=data,
+            file=file,
+            path=path_prefix or None,
+            value=data,
         )
     if lenient:
         data = _drop_unknown(model_cls, data, file, prefix)
@@ -93,8 +102,13 @@ def parse_model(
     except ValidationError as error:
         raise _config_error(model_cls, error, file, prefix) from None
     except ConfigError as error:  # raised by a model's cross-field check, which knows the field
-        raise ConfigError(error.args[0], file=file, path=prefix + (error.path or ""),
-                          value=error.value, allowed=error.allowed) from None
+        raise ConfigError(
+            error.args[0],
+            file=file,
+            path=prefix + (error.path or ""),
+            value=error.value,
+            allowed=error.allowed,
+        ) from None
 
 
 def _config_error(
@@ -112,22 +126,37 @@ def _config_error(
         wrong = str(location[-1])
         guess = difflib.get_close_matches(wrong, allowed, n=1, cutoff=0.6)
         hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-        return ConfigError(f"unknown field {wrong!r}{hint}", file=file, path=path,
-                           value=value, allowed=allowed)
+        return ConfigError(
+            f"unknown field {wrong!r}{hint}", file=file, path=path, value=value, allowed=allowed
+        )
     if kind == "missing":
         return ConfigError("required field is missing", file=file, path=path)
     if kind in ("enum", "literal_error"):
         expected = first.get("ctx", {}).get("expected", "")
-        allowed = [part.strip(" '") for part in expected.replace(" or ", ",").split(",") if part.strip()]
-        return ConfigError(f"{value!r} is not a valid value", file=file, path=path,
-                           value=value, allowed=allowed)
+        allowed = [
+            part.strip(" '") for part in expected.replace(" or ", ",").split(",") if part.strip()
+        ]
+        return ConfigError(
+            f"{value!r} is not a valid value", file=file, path=path, value=value, allowed=allowed
+        )
     base = kind.split("_")[0]
     if kind.endswith(("_type", "_parsing")) and base in TYPE_WORDS:
-        return ConfigError(f"expected {TYPE_WORDS[base]}, got {value!r}", file=file, path=path,
-                           value=value, allowed=TYPE_WORDS[base])
+        return ConfigError(
+            f"expected {TYPE_WORDS[base]}, got {value!r}",
+            file=file,
+            path=path,
+            value=value,
+            allowed=TYPE_WORDS[base],
+        )
     message = first["msg"].removeprefix("Value error, ")
     bounds = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-    limits = [f"{sign} {first['ctx'][key]}" for key, sign in bounds.items()
-              if key in first.get("ctx", {})]
-    return ConfigError(f"{message} (got {value!r})", file=file, path=path, value=value,
-                       allowed=", ".join(limits) if limits else None)
+    limits = [
+        f"{sign} {first['ctx'][key]}" for key, sign in bounds.items() if key in first.get("ctx", {})
+    ]
+    return ConfigError(
+        f"{message} (got {value!r})",
+        file=file,
+        path=path,
+        value=value,
+        allowed=", ".join(limits) if limits else None,
+    )

@@ -55,21 +55,32 @@ class Workload(BaseModel):
         if self.use_randomized_payloads and self.randomized_payload_pool_size < 1:
             raise ConfigError(
                 "randomizedPayloadPoolSize must be at least 1 when useRandomizedPayloads is true",
-                path="randomizedPayloadPoolSize", value=self.randomized_payload_pool_size,
+                path="randomizedPayloadPoolSize",
+                value=self.randomized_payload_pool_size,
                 allowed=">= 1",
             )
         if -1 < self.producer_rate < 0:
-            raise ConfigError("producerRate must be > 0 msg/s, or 0 / -1 for rate discovery",
-                              path="producerRate", value=self.producer_rate,
-                              allowed="> 0, or 0 / -1")
+            raise ConfigError(
+                "producerRate must be > 0 msg/s, or 0 / -1 for rate discovery",
+                path="producerRate",
+                value=self.producer_rate,
+                allowed="> 0, or 0 / -1",
+            )
         if self.consumer_backlog_size_gb > 0 and self.is_rate_discovery:
-            raise ConfigError("cannot discover the producer rate while building a backlog "
-                              "(consumerBacklogSizeGB > 0 needs producerRate > 0)",
-                              path="producerRate", value=self.producer_rate, allowed="> 0")
+            raise ConfigError(
+                "cannot discover the producer rate while building a backlog "
+                "(consumerBacklogSizeGB > 0 needs producerRate > 0)",
+                path="producerRate",
+                value=self.producer_rate,
+                allowed="> 0",
+            )
         if self.topics * self.partitions_per_topic > MAX_TOTAL_PARTITIONS:
-            raise ConfigError(f"topics × partitionsPerTopic is above {MAX_TOTAL_PARTITIONS:,}",
-                              path="partitionsPerTopic", value=self.partitions_per_topic,
-                              allowed=f"topics × partitionsPerTopic <= {MAX_TOTAL_PARTITIONS:,}")
+            raise ConfigError(
+                f"topics × partitionsPerTopic is above {MAX_TOTAL_PARTITIONS:,}",
+                path="partitionsPerTopic",
+                value=self.partitions_per_topic,
+                allowed=f"topics × partitionsPerTopic <= {MAX_TOTAL_PARTITIONS:,}",
+            )
         return self
 
     @property

@@ -24,8 +24,9 @@ def state_dir() -> Path:
 
 def _check_kind(kind: str) -> None:
     if kind not in DEFAULT_PORTS:
-        raise ConfigError("no local broker of this kind", path="KIND", value=kind,
-                          allowed=sorted(DEFAULT_PORTS))
+        raise ConfigError(
+            "no local broker of this kind", path="KIND", value=kind, allowed=sorted(DEFAULT_PORTS)
+        )
 
 
 def status(kind: str) -> LocalBroker | None:

@@ -101,8 +101,9 @@ def _reaped(pid: int) -> bool:
     return done == pid
 
 
-def start_tansu(port: int | None = None, log_dir: Path | None = None, *,
-                detach: bool = False) -> LocalBroker:
+def start_tansu(
+    port: int | None = None, log_dir: Path | None = None, *, detach: bool = False
+) -> LocalBroker:
     """Start tansu on 127.0.0.1:``port`` (a free one by default) and wait until it accepts.
 
     ``detach`` starts it in its own session so it outlives this process (``loadgen brokers up``).
@@ -116,8 +117,17 @@ def start_tansu(port: int | None = None, log_dir: Path | None = None, *,
     url = f"tcp://127.0.0.1:{chosen}"
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
-            [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url],
-            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                str(tansu_binary()),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=detach,
         )
     broker = LocalBroker("kafka", f"127.0.0.1:{chosen}", process.pid, str(log_path))

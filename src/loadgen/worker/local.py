@@ -84,7 +84,9 @@ class LocalWorker:
         self.topics = names
         return names
 
-    def create_consumers(self, subscriptions_per_topic: int, consumers_per_subscription: int) -> None:
+    def create_consumers(
+        self, subscriptions_per_topic: int, consumers_per_subscription: int
+    ) -> None:
         for topic in self.topics:
             for subscription in subscription_names(subscriptions_per_topic):
                 for _ in range(consumers_per_subscription):
@@ -132,9 +134,7 @@ class LocalWorker:
         self.totals.sent += len(self._producers)
 
     # -- load -----------------------------------------------------------------------------------
-    def start_load(
-        self, rate: float, payloads: list[bytes], key_distributor: str
-    ) -> None:
+    def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None:
         self._message_size = len(payloads[0])
         self._loop = ProducerLoop(
             self._producers, payloads, key_source(key_distributor), rate, self._producer_recorder

@@ -31,11 +31,13 @@ def _cpu_seconds() -> float:
 
 
 def bare(bootstrap: str, topic: str, seconds: float, size: int) -> dict:
-    """What a user would write: produce, a delivery callback per message, poll every 1000."""
+    """A tight loop a user would write: the same 8-byte send-time header loadgen carries (tansu
+    is measurably faster with it than without), a shared delivery callback, poll(0) after every
+    512 sends, and on a full queue poll(1 ms) and retry the same message."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_SETTINGS})
-    payload = bytes(size)
+    produce, payload = producer.produce, bytes(size)
     acked = [0]
 
     def delivered(error, message):
@@ -43,15 +45,16 @@ def bare(bootstrap: str, topic: str, seconds: float, size: int) -> dict:
             acked[0] += 1
 
     cpu0, start = _cpu_seconds(), time.perf_counter()
-    end, sent = start + seconds, 0
+    end = start + seconds
     while time.perf_counter() < end:
-        for _ in range(1000):
-            try:
-                producer.produce(topic, payload, on_delivery=delivered)
-            except BufferError:
-                producer.poll(0.001)
-                continue
-            sent += 1
+        for _ in range(512):
+            headers = [("lg-send-ns", time.time_ns().to_bytes(8, "big"))]
+            while True:
+                try:
+                    produce(topic, payload, None, on_delivery=delivered, headers=headers)
+                    break
+                except BufferError:
+                    producer.poll(0.001)
         producer.poll(0)
     producer.flush(30)
     return {"acked": acked[0], "seconds": time.perf_counter() - start, "cpu": _cpu_seconds() - cpu0}

@@ -74,6 +74,10 @@ class Driver(Protocol):
     spec: DriverSpec
 
     @classmethod
+    def validate_config(cls, spec: DriverSpec) -> object:
+        """Check the broker section of ``spec`` without connecting (``loadgen validate``)."""
+
+    @classmethod
     def from_config(cls, spec: DriverSpec) -> Driver:
         """Parse the broker section of ``spec``; unknown keys raise :class:`ConfigError`."""
 

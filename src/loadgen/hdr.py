@@ -139,8 +139,8 @@ def record_ns(metric: str, values_ns: Sequence[int] | np.ndarray) -> Histogram:
     if micros.min() < 0:
         raise ValueError(f"{metric}: negative latency values must be filtered by the caller")
     np.minimum(micros, geometry.highest, out=micros)
-    index, counts = np.unique(geometry.counts_index(micros), return_counts=True)
-    return Histogram(metric, index, counts.astype(np.int64))
+    dense = np.bincount(geometry.counts_index(micros), minlength=geometry.counts_len)
+    return _from_counts_array(metric, dense)
 
 
 def merge(metric: str, histograms: Iterable[Histogram]) -> Histogram:

@@ -174,7 +174,10 @@ def run_tailing(
             raise  # nothing was set up, so there is nothing to report but the error
         _cut_short(worker, measurement, outcome, "error", str(error), phase_is_warmup)
     finally:
-        worker.close(delete_topics=not options.keep_topics)
+        try:
+            worker.close(delete_topics=not options.keep_topics)
+        except KeyboardInterrupt:  # a second Ctrl-C must not cost the result
+            log.warning("teardown interrupted; topics %s may remain", outcome.topics)
         outcome.intervals = measurement.intervals
         outcome.totals = worker.totals
         outcome.ended_ms = _now_ms()

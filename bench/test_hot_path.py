@@ -1,0 +1,59 @@
+"""Micro-benchmarks of the per-message path (pytest-benchmark): python -m pytest bench/ -q
+
+Not part of the test suite (testpaths = tests); numbers go to bench/RESULTS.md.
+"""
+
+from functools import partial
+from time import perf_counter_ns
+
+import numpy as np
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from drivers.memory import Driver
+from loadgen import hdr
+from loadgen.driver import TopicSpec
+from loadgen.recorder import ProducerRecorder
+from loadgen.spec.driver_spec import DriverSpec
+
+VALUES_NS = (np.random.default_rng(1).lognormal(7.6, 1.0, 100_000) * 1000).astype(np.int64)
+
+
+def test_bin_100k_values_with_numpy(benchmark):
+    histogram = benchmark(hdr.record_ns, "publish", VALUES_NS)
+    assert histogram.total == len(VALUES_NS)
+
+
+def test_bin_100k_values_with_record_value(benchmark):
+    micros = (VALUES_NS // 1000).tolist()
+
+    def record_each():
+        histogram = HdrHistogram(1, 60_000_000, 5)
+        for value in micros:
+            histogram.record_value(value)
+        return histogram
+
+    histogram = benchmark.pedantic(record_each, rounds=3, iterations=1)
+    assert histogram.total_count == len(VALUES_NS)
+
+
+@pytest.fixture
+def producer():
+    driver = Driver.from_config(DriverSpec(name="m", kind="memory"))
+    driver.create_topics([TopicSpec("t", 16)])
+    return driver.create_producer("t")
+
+
+def test_one_message_through_the_engine_path(benchmark, producer):
+    """What the producer loop does per message: clock, delay append, partial, send, ack record."""
+    recorder = ProducerRecorder()
+    on_done, send, payload = recorder.on_done, producer.send, bytes(1024)
+
+    def one_thousand():
+        for index in range(1000):
+            now = perf_counter_ns()
+            recorder.publish_delay.append(now - index)
+            send(None, payload, partial(on_done, index, now))
+
+    benchmark(one_thousand)
+    assert len(recorder.publish) > 0

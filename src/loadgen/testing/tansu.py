@@ -9,6 +9,7 @@ never by driver defaults.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -70,6 +71,8 @@ class LocalBroker:
     address: str
     pid: int
     log_path: str
+    temporary_dir: str | None = None
+    """A scratch folder start_tansu made for the log; removed by :meth:`stop`."""
 
     def driver_config(self) -> dict[str, Any]:
         """A Kafka driver section pointing at this broker, with the settings tansu needs."""
@@ -82,15 +85,24 @@ class LocalBroker:
     def stop(self, timeout_s: float = 5.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout_s``; reaps the process when it is our child."""
         for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 2.0)):
-            try:
-                os.kill(self.pid, sig)
-            except ProcessLookupError:
-                return
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline:
-                if _reaped(self.pid) or not process_alive(self.pid):
-                    return
-                time.sleep(0.05)
+            if _signal_and_wait(self.pid, sig, wait):
+                break
+        if self.temporary_dir:
+            shutil.rmtree(self.temporary_dir, ignore_errors=True)
+
+
+def _signal_and_wait(pid: int, sig: signal.Signals, wait_s: float) -> bool:
+    """Send ``sig``; True once the process is gone (reaped if it is our child)."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if _reaped(pid) or not process_alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _reaped(pid: int) -> bool:
@@ -111,7 +123,8 @@ def start_tansu(
     chosen = port or free_port()
     if port_open(chosen):
         raise DriverError("kafka", f"port 127.0.0.1:{chosen} is already in use")
-    folder = log_dir or Path(tempfile.mkdtemp(prefix="loadgen-tansu-"))
+    temporary = None if log_dir else tempfile.mkdtemp(prefix="loadgen-tansu-")
+    folder = log_dir or Path(temporary)
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / f"tansu-{chosen}.log"
     url = f"tcp://127.0.0.1:{chosen}"
@@ -130,12 +143,12 @@ def start_tansu(
             stdin=subprocess.DEVNULL,
             start_new_session=detach,
         )
-    broker = LocalBroker("kafka", f"127.0.0.1:{chosen}", process.pid, str(log_path))
+    broker = LocalBroker("kafka", f"127.0.0.1:{chosen}", process.pid, str(log_path), temporary)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while not port_open(chosen):
         if process.poll() is not None or time.monotonic() > deadline:
-            broker.stop()
             tail = log_path.read_text(errors="replace")[-2000:]
+            broker.stop()
             raise DriverError("kafka", f"tansu did not start on {broker.address}:\n{tail}")
         time.sleep(0.01)
     return broker

@@ -1,0 +1,29 @@
+"""State handling of `loadgen brokers` without starting a broker."""
+
+import json
+
+import pytest
+
+from loadgen.errors import ConfigError
+from loadgen.testing import local
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOADGEN_STATE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_stale_state_file_of_a_dead_process_is_removed(state_dir):
+    stale = state_dir / "kafka.json"
+    stale.write_text(json.dumps({"kind": "kafka", "address": "127.0.0.1:1", "pid": 2**22 + 12345,
+                                 "log_path": "x"}))
+    assert local.status("kafka") is None
+    assert not stale.exists()
+    assert local.down("kafka") is False
+
+
+def test_unknown_broker_kind_lists_the_supported_ones():
+    with pytest.raises(ConfigError) as caught:
+        local.status("kafak")
+    assert caught.value.allowed == ["kafka"]

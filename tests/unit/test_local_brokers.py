@@ -16,8 +16,11 @@ def state_dir(tmp_path, monkeypatch):
 
 def test_stale_state_file_of_a_dead_process_is_removed(state_dir):
     stale = state_dir / "kafka.json"
-    stale.write_text(json.dumps({"kind": "kafka", "address": "127.0.0.1:1", "pid": 2**22 + 12345,
-                                 "log_path": "x"}))
+    stale.write_text(
+        json.dumps(
+            {"kind": "kafka", "address": "127.0.0.1:1", "pid": 2**22 + 12345, "log_path": "x"}
+        )
+    )
     assert local.status("kafka") is None
     assert not stale.exists()
     assert local.down("kafka") is False
@@ -27,3 +30,15 @@ def test_unknown_broker_kind_lists_the_supported_ones():
     with pytest.raises(ConfigError) as caught:
         local.status("kafak")
     assert caught.value.allowed == ["kafka"]
+
+
+def test_kafka_local_yaml_carries_the_same_tansu_settings_as_the_embedded_broker():
+    from pathlib import Path
+
+    from loadgen.spec import load_driver_spec
+    from loadgen.testing.tansu import TANSU_CLIENT_SETTINGS
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "drivers" / "kafka-local.yaml"
+    config = load_driver_spec(path).config
+    for section, text in TANSU_CLIENT_SETTINGS.items():
+        assert config[section].split() == text.split(), section

@@ -8,7 +8,7 @@ import pytest
 
 from drivers.kafka import Driver
 from loadgen.driver import TopicSpec
-from loadgen.errors import BrokerUnreachable, ConfigError
+from loadgen.errors import BrokerUnreachable
 from loadgen.spec.driver_spec import DriverSpec
 
 pytestmark = pytest.mark.integration
@@ -122,20 +122,3 @@ def test_unreachable_bootstrap_fails_fast_naming_the_address():
     assert time.monotonic() - started < 15
     assert "127.0.0.1:1" in str(caught.value)
     assert caught.value.exit_code == 3
-
-
-def test_a_key_librdkafka_rejects_is_a_config_error_with_its_path():
-    spec = DriverSpec(
-        name="Kafka",
-        kind="kafka",
-        source="bad.yaml",
-        config={
-            "commonConfig": "bootstrap.servers=127.0.0.1:1",
-            "producerConfig": "acks=all\nlinger.msec=5",
-            "consumerConfig": "auto.offset.reset=earliest",
-        },
-    )
-    with pytest.raises(ConfigError) as caught:
-        Driver.validate_config(spec)
-    message = str(caught.value)
-    assert "bad.yaml" in message and "producerConfig.linger.msec" in message

@@ -72,3 +72,27 @@ def test_result_is_readable_by_omb_create_charts(one_minute_run, tmp_path):
     charts = sorted(p.name for p in tmp_path.glob("*.svg"))
     assert len(charts) == 10, charts
     assert json.loads(one_minute_run.path.read_text())["driver"] == "Kafka"
+
+
+def short_workload():
+    return ten_k_workload().model_copy(update={"producer_rate": 500.0, "partitions_per_topic": 2})
+
+
+def topics_on(tansu):
+    from confluent_kafka.admin import AdminClient
+
+    return set(AdminClient({"bootstrap.servers": tansu.address}).list_topics(timeout=10).topics)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_topics_are_deleted_after_the_run_unless_kept(kafka_spec, tansu, tmp_path, keep):
+    report = run_one(
+        short_workload(),
+        None,
+        kafka_spec,
+        tmp_path,
+        RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1, keep_topics=keep),
+    )
+    created = set(report.outcome.topics)
+    assert len(created) == 1
+    assert (created <= topics_on(tansu)) is keep

@@ -66,33 +66,30 @@ def test_yaml_mapping_is_accepted_as_well_as_properties_text():
     assert Driver.validate_config(spec).producer_config["enable.idempotence"] == "true"
 
 
+def kafka_spec(producer_config="acks=all", **extra):
+    config = {
+        "commonConfig": "bootstrap.servers=127.0.0.1:9092",
+        "producerConfig": producer_config,
+        "consumerConfig": "auto.offset.reset=earliest",
+        **extra,
+    }
+    return DriverSpec(name="K", kind="kafka", source="k.yaml", config=config)
+
+
 def test_misspelt_top_level_key_suggests_the_right_one():
-    spec = DriverSpec(
-        name="K",
-        kind="kafka",
-        source="k.yaml",
-        config={
-            "commonConfig": "bootstrap.servers=127.0.0.1:9092",
-            "producerConfig": "acks=all",
-            "consumerConfig": "auto.offset.reset=earliest",
-            "replicationFactr": 3,
-        },
-    )
     with pytest.raises(ConfigError, match="did you mean 'replicationFactor'"):
-        Driver.validate_config(spec)
+        Driver.validate_config(kafka_spec(replicationFactr=3))
 
 
-def test_bad_librdkafka_value_names_the_key():
-    spec = DriverSpec(
-        name="K",
-        kind="kafka",
-        source="k.yaml",
-        config={
-            "commonConfig": "bootstrap.servers=127.0.0.1:9092",
-            "producerConfig": "acks=sometimes",
-            "consumerConfig": "auto.offset.reset=earliest",
-        },
-    )
+@pytest.mark.parametrize(
+    ("producer_config", "path"),
+    [
+        ("acks=sometimes", "producerConfig.acks"),
+        ("acks=all\nlinger.msec=5", "producerConfig.linger.msec"),
+    ],
+)
+def test_a_key_or_value_librdkafka_rejects_names_file_and_path(producer_config, path):
     with pytest.raises(ConfigError) as caught:
-        Driver.validate_config(spec)
-    assert caught.value.path == "producerConfig.acks"
+        Driver.validate_config(kafka_spec(producer_config))
+    assert caught.value.path == path
+    assert "k.yaml" in str(caught.value)

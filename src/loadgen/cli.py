@@ -16,7 +16,7 @@ from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
 from loadgen.report.console import format_aggregate, format_interval
 from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
-from loadgen.spec import load_driver_spec, load_workload, parse_duration, validate_file
+from loadgen.spec import Workload, load_driver_spec, load_workload, parse_duration, validate_file
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import IntervalStats, merge_all
 
@@ -128,7 +128,11 @@ def run(
     lenient: bool,
     quiet: bool,
 ) -> None:
-    """Run each WORKLOAD against each driver, in order, as OMB does."""
+    """Run each WORKLOAD against each driver, in order, as OMB does.
+
+    A failed run is reported and the next one starts (OMB's behaviour); the exit code is the
+    worst one seen. Ctrl-C ends the whole sequence after writing the partial result.
+    """
     if stats_interval < 1:
         raise ConfigError(
             "must be at least 1 second",
@@ -149,23 +153,38 @@ def run(
         keep_topics=keep_topics,
         on_interval=_printer(quiet),
     )
+    single_run = len(loaded) * len(specs) == 1
+    worst = 0
     with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
         if not specs:
             specs = [stack.enter_context(_embedded_kafka())]
         for path, workload in loaded:
             for spec in specs:
-                click.echo(
-                    f"== {workload.name or path.stem} on {spec.name} ({spec.kind})", err=True
-                )
                 try:
-                    report = run_one(workload, path, spec, out_dir, options)
-                except RunAborted as aborted:
-                    _print_summary(aborted.result_path)
-                    raise
-                measured = [s for s in report.outcome.intervals if not s.warmup]
-                if measured:
-                    click.echo(format_aggregate(merge_all(measured)))
-                _print_summary(str(report.path))
+                    _run_and_print(workload, path, spec, out_dir, options)
+                except LoadgenError as error:
+                    interrupted = isinstance(error, RunAborted) and error.reason == "interrupted"
+                    if single_run or interrupted:
+                        raise
+                    click.echo(f"error: {error}", err=True)
+                    worst = max(worst, exit_code_for(error))
+    if worst:
+        sys.exit(worst)
+
+
+def _run_and_print(
+    workload: Workload, path: Path, spec: DriverSpec, out_dir: Path, options: RunOptions
+) -> None:
+    click.echo(f"== {workload.name or path.stem} on {spec.name} ({spec.kind})", err=True)
+    try:
+        report = run_one(workload, path, spec, out_dir, options)
+    except RunAborted as aborted:
+        _print_summary(aborted.result_path)
+        raise
+    measured = [s for s in report.outcome.intervals if not s.warmup]
+    if measured:
+        click.echo(format_aggregate(merge_all(measured)))
+    _print_summary(str(report.path))
 
 
 def _print_summary(path: str | None) -> None:

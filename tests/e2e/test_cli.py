@@ -151,3 +151,33 @@ def test_brokers_up_status_down_manage_a_local_kafka(tmp_path):
     finally:
         assert brokers("down", "kafka").returncode == 0
     assert brokers("status", "kafka").returncode == 1
+
+
+def test_a_failing_run_does_not_stop_the_next_one(tiny, tmp_path):
+    dead = tmp_path / "dead.yaml"
+    dead.write_text(
+        "name: Dead\ndriver: kafka\ncommonConfig: bootstrap.servers=127.0.0.1:1\n"
+        "producerConfig: acks=all\nconsumerConfig: auto.offset.reset=earliest\n"
+    )
+    memory = tmp_path / "memory.yaml"
+    memory.write_text("name: Memory\ndriver: memory\n")
+    done = loadgen(
+        "run",
+        "-d",
+        str(dead),
+        "-d",
+        str(memory),
+        str(tiny),
+        "--duration",
+        "1s",
+        "--stats-interval",
+        "1s",
+        "-o",
+        "out",
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "127.0.0.1:1" in done.stderr
+    [result] = results_in(tmp_path / "out")
+    assert result["driver"] == "Memory" and result["totalMessagesSent"] > 0

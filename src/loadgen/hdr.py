@@ -180,17 +180,17 @@ def encode(histogram: Histogram) -> str:
 def decode(metric: str, text: str) -> Histogram:
     """Read a base64 V2 histogram (ours, OMB's or Java's) as ``metric``."""
     decoded = HdrHistogram.decode(text)
-    dense = np.ctypeslib.as_array(decoded.counts)[: decoded.counts_len]
-    if decoded.highest_trackable_value != layout(metric).highest:
-        rebinned = np.repeat(
-            _lowest_values_for(decoded, np.flatnonzero(dense)), dense[np.flatnonzero(dense)]
+    geometry = layout(metric)
+    if (decoded.highest_trackable_value, decoded.significant_figures) != (
+        geometry.highest,
+        SIGNIFICANT_DIGITS,
+    ):
+        raise ValueError(
+            f"{metric}: expected a histogram up to {geometry.highest} µs with "
+            f"{SIGNIFICANT_DIGITS} digits, got {decoded.highest_trackable_value} with "
+            f"{decoded.significant_figures}"
         )
-        return record_ns(metric, rebinned * 1000)
-    return _from_counts_array(metric, dense)
-
-
-def _lowest_values_for(decoded: HdrHistogram, index: np.ndarray) -> np.ndarray:
-    return np.array([decoded.get_value_from_index(int(i)) for i in index], dtype=np.int64)
+    return _from_counts_array(metric, np.ctypeslib.as_array(decoded.counts)[: decoded.counts_len])
 
 
 def value_at_percentile(histogram: Histogram, percentile: float) -> int:

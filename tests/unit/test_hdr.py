@@ -173,3 +173,10 @@ def test_histogram_encoded_by_java_decodes_to_the_same_numbers():
     blob, _, report = output.partition("\n")
     [java] = parse_reports(report)
     assert_java_equal(hdr.decode("endToEnd", blob), java)
+
+
+def test_decoding_a_histogram_of_another_range_is_refused():
+    other = HdrHistogram(1, 3_600_000_000, 3)
+    other.record_value(1000)
+    with pytest.raises(ValueError, match="expected a histogram up to 60000000"):
+        hdr.decode("publish", other.encode())

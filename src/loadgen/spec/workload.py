@@ -95,14 +95,6 @@ class Workload(BaseModel):
     def warmup_duration_s(self) -> float:
         return self.warmup_duration_minutes * 60.0
 
-    @property
-    def total_producers(self) -> int:
-        return self.topics * self.producers_per_topic
-
-    @property
-    def total_consumers(self) -> int:
-        return self.topics * self.subscriptions_per_topic * self.consumer_per_subscription
-
 
 def load_workload(path: str | Path, *, lenient: bool = False) -> Workload:
     return parse_model(Workload, load_yaml(path), file=str(path), lenient=lenient)

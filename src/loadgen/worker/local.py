@@ -53,7 +53,6 @@ class Totals:
 
     sent: int = 0
     received: int = 0
-    errors: int = 0
     probe_sent: int = 0
     probe_received: int = 0
 
@@ -158,14 +157,6 @@ class LocalWorker:
     def has_consumers(self) -> bool:
         return bool(self._consumers)
 
-    def pause_consumers(self) -> None:
-        for consumer in self._consumers:
-            consumer.pause()
-
-    def resume_consumers(self) -> None:
-        for consumer in self._consumers:
-            consumer.resume()
-
     # -- measurement --------------------------------------------------------------------------
     def sent_so_far(self) -> int:
         return self.totals.sent + len(self._producer_recorder.publish)
@@ -182,7 +173,6 @@ class LocalWorker:
         sent, received = len(produced.publish), len(e2e)
         self.totals.sent += sent
         self.totals.received += received
-        self.totals.errors += produced.errors
         histograms = {
             PUBLISH: hdr.record_ns(PUBLISH, _as_int64([produced.publish])),
             PUBLISH_DELAY: hdr.record_ns(PUBLISH_DELAY, _as_int64([produced.publish_delay])),

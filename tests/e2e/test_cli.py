@@ -88,7 +88,10 @@ def test_unreachable_bootstrap_fails_within_15_seconds_naming_the_address(tiny, 
     assert "Traceback" not in done.stderr
 
 
-def test_ctrl_c_during_measurement_writes_the_partial_result_and_exits_non_zero(tiny, tmp_path):
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_stopping_during_measurement_writes_the_partial_result_and_exits_130(
+    tiny, tmp_path, stop_signal
+):
     process = subprocess.Popen(
         [
             sys.executable,
@@ -114,7 +117,7 @@ def test_ctrl_c_during_measurement_writes_the_partial_result_and_exits_non_zero(
         line = process.stdout.readline()
         if "measure" in line:
             lines.append(line)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop_signal)
     stopped_at = time.monotonic()
     _, stderr = process.communicate(timeout=30)
     assert time.monotonic() - stopped_at < 10
@@ -181,3 +184,11 @@ def test_a_failing_run_does_not_stop_the_next_one(tiny, tmp_path):
     assert "127.0.0.1:1" in done.stderr
     [result] = results_in(tmp_path / "out")
     assert result["driver"] == "Memory" and result["totalMessagesSent"] > 0
+
+
+def test_validate_exits_2_at_the_first_bad_file(tiny, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TINY_WORKLOAD.replace("messageSize: 512", "messageSize: big"))
+    done = loadgen("validate", str(tiny), str(bad), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "ok" in done.stdout and "bad.yaml: messageSize: expected an integer" in done.stderr

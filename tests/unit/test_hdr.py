@@ -95,13 +95,15 @@ def test_percentile_rounds_up_like_java_where_hdrh_rounds_to_nearest():
     assert hdr.value_at_percentile(two, 50.0001) == 2000
 
 
-def run_java(*args, stdin=""):
-    build = Path(__file__).resolve().parents[2] / ".pytest_cache" / "java"
-    build.mkdir(parents=True, exist_ok=True)
-    if not (build / "HdrCheck.class").exists() or (
-        (build / "HdrCheck.class").stat().st_mtime < JAVA_SOURCE.stat().st_mtime
-    ):
-        subprocess.run(["javac", "-cp", str(JAR), "-d", str(build), str(JAVA_SOURCE)], check=True)
+@pytest.fixture(scope="session")
+def java_classes(tmp_path_factory):
+    """HdrCheck compiled once per session into a temporary directory."""
+    build = tmp_path_factory.mktemp("java")
+    subprocess.run(["javac", "-cp", str(JAR), "-d", str(build), str(JAVA_SOURCE)], check=True)
+    return build
+
+
+def run_java(build, *args, stdin=""):
     done = subprocess.run(
         ["java", "-cp", f"{JAR}:{build}", "HdrCheck", *args],
         input=stdin,
@@ -141,6 +143,7 @@ def assert_java_equal(histogram, java):
     assert histogram.max == java["max"]
     assert histogram.min == java["min"]
     assert hdr.mean(histogram) == java["mean"]
+    assert hdr.summary(histogram).min == java["min"]
     for p, value in java["pct"].items():
         assert hdr.value_at_percentile(histogram, p) == value, p
     ours = {float(k): v for k, v in hdr.quantile_map(histogram).items()}
@@ -154,22 +157,24 @@ needs_java = pytest.mark.skipif(
 
 
 @needs_java
-def test_percentiles_mean_and_quantile_map_equal_java_on_the_same_histograms():
+def test_percentiles_mean_and_quantile_map_equal_java_on_the_same_histograms(java_classes):
     histograms = [
         hdr.record_ns("publish", lognormal_ns()),
         hdr.record_ns("publish", [2_500_000]),
         hdr.record_ns("publishDelay", np.arange(0, 3_000_000, 7)),
         hdr.record_ns("endToEnd", lognormal_ns(seed=3) * 40),
     ]
-    java = parse_reports(run_java(stdin="\n".join(hdr.encode(h) for h in histograms) + "\n"))
+    java = parse_reports(
+        run_java(java_classes, stdin="\n".join(hdr.encode(h) for h in histograms) + "\n")
+    )
     assert len(java) == len(histograms)
     for histogram, reference in zip(histograms, java, strict=True):
         assert_java_equal(histogram, reference)
 
 
 @needs_java
-def test_histogram_encoded_by_java_decodes_to_the_same_numbers():
-    output = run_java("encode")
+def test_histogram_encoded_by_java_decodes_to_the_same_numbers(java_classes):
+    output = run_java(java_classes, "encode")
     blob, _, report = output.partition("\n")
     [java] = parse_reports(report)
     assert_java_equal(hdr.decode("endToEnd", blob), java)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from loadgen.errors import ConfigError
 from loadgen.spec import Workload, resolve_payload_file
 
 PROBE_PAYLOAD = bytes(10)
@@ -22,20 +21,6 @@ def random_pool(message_size: int, random_ratio: float, pool_size: int) -> list[
     return [os.urandom(random_bytes) + zeros for _ in range(pool_size)]
 
 
-def file_payload(path: Path, message_size: int) -> list[bytes]:
-    """A one-payload pool read from ``path``, whose length must equal ``message_size`` (OMB)."""
-    data = path.read_bytes()
-    if len(data) != message_size:
-        raise ConfigError(
-            f"payload file is {len(data)} bytes but messageSize is {message_size}",
-            file=str(path),
-            path="payloadFile",
-            value=str(path),
-            allowed=f"a file of exactly {message_size} bytes",
-        )
-    return [data]
-
-
 def build_payloads(workload: Workload, workload_path: Path | None) -> list[bytes]:
     """The payload pool a workload asks for.
 
@@ -49,5 +34,6 @@ def build_payloads(workload: Workload, workload_path: Path | None) -> list[bytes
             workload.randomized_payload_pool_size,
         )
     if workload.payload_file:
-        return file_payload(resolve_payload_file(workload, workload_path), workload.message_size)
+        # resolve_payload_file has checked the length against messageSize (OMB's rule)
+        return [resolve_payload_file(workload, workload_path).read_bytes()]
     return random_pool(workload.message_size, 1.0, 1)

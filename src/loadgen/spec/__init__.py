@@ -27,16 +27,22 @@ __all__ = [
 
 
 def validate_file(path: str | Path, *, lenient: bool = False) -> str:
-    """Check one file completely (a driver file also against its driver, without connecting).
+    """Check one file as a run would, without connecting to anything.
 
+    A workload's payload file (when it uses one) must exist with the right length; a driver
+    file's own section is checked by its driver's ``validate_config`` classmethod, if it has one.
     Returns ``"workload"`` or ``"driver"``.
     """
     from loadgen.driver import load_driver_class  # loadgen.driver imports this package
 
     data = load_yaml(path)
     if not is_driver_file(data):
-        parse_model(Workload, data, file=str(path), lenient=lenient)
+        workload = parse_model(Workload, data, file=str(path), lenient=lenient)
+        if workload.payload_file and not workload.use_randomized_payloads:
+            resolve_payload_file(workload, path)
         return "workload"
     spec = spec_from_dict(data, source=str(path), lenient=lenient)
-    load_driver_class(spec).validate_config(spec)
+    validate_config = getattr(load_driver_class(spec), "validate_config", None)
+    if validate_config is not None:
+        validate_config(spec)
     return "driver"

@@ -19,23 +19,44 @@ OMB_DRIVER_CLASSES = {
     "io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver": "rabbitmq",
     "io.openmessaging.benchmark.driver.pravega.PravegaBenchmarkDriver": "pravega",
 }
+SELECTORS = ("driver", "driverClass")
 
 
 def spec_from_dict(
     data: Mapping[str, Any], *, source: str | None, lenient: bool = False
 ) -> DriverSpec:
+    """A DriverSpec from a parsed driver file (or a dict built in Python); ``source`` names it."""
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(
-            "required field is missing or empty",
+            "required field is missing or not a non-empty string",
             file=source,
             path="name",
             value=name,
             allowed="a non-empty string such as 'Kafka'",
         )
-    ours = data.get("driver")
-    omb_class = data.get("driverClass")
-    if omb_class is not None and omb_class not in OMB_DRIVER_CLASSES:
+    kind = _driver_kind(data.get("driver"), data.get("driverClass"), source)
+    config = {key: value for key, value in data.items() if key not in ("name", *SELECTORS)}
+    return DriverSpec(name=name, kind=kind, config=config, source=source, lenient=lenient)
+
+
+def _driver_kind(ours: Any, omb_class: Any, source: str | None) -> str:
+    """Our ``driver:`` name, or the one OMB's ``driverClass`` maps to; they must agree."""
+    if ours is None and omb_class is None:
+        raise ConfigError(
+            "the file does not say which driver to use",
+            file=source,
+            path="driver",
+            allowed=["driver: kafka|memory|...", "driverClass: <OMB driver class>"],
+        )
+    if ours is not None and (not isinstance(ours, str) or not ours):
+        raise ConfigError(
+            "expected a driver name", file=source, path="driver", value=ours, allowed="a string"
+        )
+    if omb_class is None:
+        return ours
+    mapped = OMB_DRIVER_CLASSES.get(omb_class) if isinstance(omb_class, str) else None
+    if mapped is None:
         raise ConfigError(
             "unknown OMB driver class",
             file=source,
@@ -43,17 +64,7 @@ def spec_from_dict(
             value=omb_class,
             allowed=sorted(OMB_DRIVER_CLASSES),
         )
-    mapped = OMB_DRIVER_CLASSES.get(omb_class) if omb_class else None
-    if ours is None and mapped is None:
-        raise ConfigError(
-            "the file does not say which driver to use",
-            file=source,
-            path="driver",
-            allowed=["driver: kafka|memory|...", "driverClass: <OMB class>"],
-        )
-    if ours is not None and not isinstance(ours, str):
-        raise ConfigError("expected a driver name", file=source, path="driver", value=ours)
-    if ours is not None and mapped is not None and ours != mapped:
+    if ours is not None and ours != mapped:
         raise ConfigError(
             f"driver {ours!r} disagrees with driverClass (which means {mapped!r})",
             file=source,
@@ -61,15 +72,13 @@ def spec_from_dict(
             value=ours,
             allowed=[mapped],
         )
-    config = {
-        key: value for key, value in data.items() if key not in ("name", "driver", "driverClass")
-    }
-    return DriverSpec(name=name, kind=ours or mapped, config=config, source=source, lenient=lenient)
+    return mapped
 
 
 def load_driver_spec(path: str | Path, *, lenient: bool = False) -> DriverSpec:
+    """The driver file at ``path``; the driver's own section is checked later, by the driver."""
     return spec_from_dict(load_yaml(path), source=str(path), lenient=lenient)
 
 
 def is_driver_file(data: Mapping[str, Any]) -> bool:
-    return "driver" in data or "driverClass" in data
+    return any(key in data for key in SELECTORS)

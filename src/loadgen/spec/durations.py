@@ -2,27 +2,32 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from loadgen.errors import ConfigError
 
-UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+NUMBER = r"(\d+(?:\.\d+)?|\.\d+)"
+DURATION = re.compile(rf"(?:{NUMBER}h)?(?:{NUMBER}m(?!s))?(?:{NUMBER}s)?(?:{NUMBER}ms)?")
+"""Units largest first, each at most once: ``1h30m``, ``1m30s``, ``2s500ms``."""
+UNIT_SECONDS = (3600.0, 60.0, 1.0, 0.001)
 ALLOWED = "e.g. 30s, 5m, 1h, 1m30s or plain seconds"
 
 
 def parse_duration(text: str, *, option: str) -> float:
     """Seconds in ``text``; a ConfigError naming ``option`` when it is not a duration."""
     cleaned = text.strip().lower()
-    try:
+    match = DURATION.fullmatch(cleaned)
+    if re.fullmatch(NUMBER, cleaned):
         seconds = float(cleaned)
-    except ValueError:
-        parts = PART.findall(cleaned)
-        if not parts or "".join(n + u for n, u in parts) != cleaned:
-            raise ConfigError(
-                f"{text!r} is not a duration", path=option, value=text, allowed=ALLOWED
-            ) from None
-        seconds = sum(float(number) * UNITS[unit] for number, unit in parts)
-    if seconds < 0 or seconds != seconds or seconds == float("inf"):
+    elif cleaned and match:
+        seconds = sum(
+            float(number) * unit
+            for number, unit in zip(match.groups(), UNIT_SECONDS, strict=True)
+            if number is not None
+        )
+    else:
         raise ConfigError(f"{text!r} is not a duration", path=option, value=text, allowed=ALLOWED)
+    if not math.isfinite(seconds):
+        raise ConfigError(f"{text!r} is too long", path=option, value=text, allowed=ALLOWED)
     return seconds

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,27 @@ import yaml
 
 from loadgen.errors import ConfigError
 
-YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class YamlLoader(BaseLoader):
+    """The C safe loader, except that a key given twice is an error instead of "last one wins"."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == MERGE_TAG:  # keys merged in with ``<<`` may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):  # the base class reports unhashable keys
+                continue
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    problem=f"the key {key!r} is given twice", problem_mark=key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:

@@ -7,10 +7,13 @@ so a typo anywhere reads the same way: ``unknown field 'partitionPerTopic' (did 
 
 from __future__ import annotations
 
+import copy
 import difflib
+import enum
 import logging
+import types
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -26,52 +29,15 @@ TYPE_WORDS = {
     "bool": "true or false",
     "string": "a string",
     "dict": "a mapping",
+    "model": "a mapping",
     "list": "a list",
 }
+BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
 
 
 def field_names(model_cls: type[BaseModel]) -> list[str]:
     """The keys a YAML file may use for ``model_cls`` (aliases where set)."""
     return [info.alias or name for name, info in model_cls.model_fields.items()]
-
-
-def _model_at(model_cls: type[BaseModel], location: tuple[Any, ...]) -> type[BaseModel]:
-    """The nested model that owns the last element of ``location``."""
-    current = model_cls
-    for part in location[:-1]:
-        fields = {info.alias or name: info for name, info in current.model_fields.items()}
-        info = fields.get(part) or current.model_fields.get(str(part))
-        annotation = getattr(info, "annotation", None)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            current = annotation
-        else:
-            break
-    return current
-
-
-def _drop_unknown(
-    model_cls: type[BaseModel], data: Mapping[str, Any], file: str | None, prefix: str
-) -> dict[str, Any]:
-    known = set(field_names(model_cls)) | set(model_cls.model_fields)
-    kept = {}
-    for key, value in data.items():
-        if key not in known:
-            log.warning(
-                "%s: ignoring unknown field %r (--lenient)", file or "<config>", prefix + str(key)
-            )
-            continue
-        info = model_cls.model_fields.get(key) or next(
-            (i for n, i in model_cls.model_fields.items() if i.alias == key), None
-        )
-        nested = getattr(info, "annotation", None)
-        if (
-            isinstance(nested, type)
-            and issubclass(nested, BaseModel)
-            and isinstance(value, Mapping)
-        ):
-            value = _drop_unknown(nested, value, file, f"{prefix}{key}.")
-        kept[key] = value
-    return kept
 
 
 def parse_model(
@@ -95,35 +61,126 @@ def parse_model(
             path=path_prefix or None,
             value=data,
         )
-    if lenient:
-        data = _drop_unknown(model_cls, data, file, prefix)
-    try:
-        return model_cls.model_validate(dict(data))
-    except ValidationError as error:
-        raise _config_error(model_cls, error, file, prefix) from None
-    except ConfigError as error:  # raised by a model's cross-field check, which knows the field
-        raise ConfigError(
-            error.args[0],
-            file=file,
-            path=prefix + (error.path or ""),
-            value=error.value,
-            allowed=error.allowed,
-        ) from None
+    data = copy.deepcopy(dict(data)) if lenient else dict(data)
+    while True:  # each lenient pass removes at least one key, so this ends
+        try:
+            return model_cls.model_validate(data)
+        except ValidationError as error:
+            unknown = [e["loc"] for e in error.errors() if e["type"] == "extra_forbidden"]
+            if not (lenient and _drop_unknown(data, unknown, file, prefix)):
+                raise _config_error(model_cls, data, error, file, prefix) from None
+        except ConfigError as error:  # a model's cross-field check, which knows its field
+            raise ConfigError(
+                error.args[0],
+                file=file,
+                path=prefix + error.path if error.path else path_prefix or None,
+                value=error.value,
+                allowed=error.allowed,
+            ) from None
+
+
+def _drop_unknown(
+    data: dict[str, Any], locations: list[tuple[Any, ...]], file: str | None, prefix: str
+) -> bool:
+    """Delete each unknown key from ``data`` in place, with a warning; True if any was."""
+    dropped = False
+    for location in locations:
+        container: Any = data
+        for part in location[:-1]:
+            if not _was_given(container, (part,)):
+                break
+            container = container[part]
+        else:
+            if isinstance(container, dict) and location[-1] in container:
+                del container[location[-1]]
+                dotted = prefix + ".".join(str(part) for part in location)
+                log.warning("%s: ignoring unknown field %r (lenient)", file or "<config>", dotted)
+                dropped = True
+    return dropped
+
+
+def _resolve(model_cls: type[BaseModel], location: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
+    """``location`` spelt with the YAML keys (aliases), and the declared type found there.
+
+    Pydantic reports a refused default under its Python name; the user knows the alias. The
+    type is None where it cannot be told (a union of models, say).
+    """
+    current: Any = model_cls
+    keys: list[Any] = []
+    for depth, part in enumerate(location):
+        current = _unwrap(current)
+        origin, args = get_origin(current), get_args(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            by_key = {info.alias or name: info for name, info in current.model_fields.items()}
+            info = by_key.get(part) or current.model_fields.get(str(part))
+            if info is None:
+                return (*keys, *location[depth:]), None
+            keys.append(info.alias or part)
+            current = info.annotation
+            continue
+        keys.append(part)
+        if origin in (list, tuple, set, frozenset) and args and isinstance(part, int):
+            current = args[0]
+        elif origin is dict and len(args) == 2:
+            current = args[1]
+        else:
+            return (*keys, *location[depth + 1 :]), None
+    return tuple(keys), _unwrap(current)
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X`` from ``Annotated[X, ...]`` and from ``X | None``; anything else as it is."""
+    if get_origin(annotation) is Annotated:
+        return _unwrap(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, types.UnionType):
+        members = [arg for arg in get_args(annotation) if arg is not type(None)]
+        return _unwrap(members[0]) if len(members) == 1 else annotation
+    return annotation
+
+
+def _allowed_values(annotation: Any) -> list[str] | None:
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return [str(member.value) for member in annotation]
+    if get_origin(annotation) is Literal:
+        return [str(value) for value in get_args(annotation)]
+    return None
+
+
+def _plain(number: Any) -> Any:
+    """``0`` rather than ``0.0`` in a bound: pydantic stores a float field's bounds as floats."""
+    return int(number) if isinstance(number, float) and number.is_integer() else number
+
+
+def _was_given(data: Any, location: tuple[Any, ...]) -> bool:
+    for part in location:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return True
 
 
 def _config_error(
-    model_cls: type[BaseModel], error: ValidationError, file: str | None, prefix: str
+    model_cls: type[BaseModel],
+    data: Mapping[str, Any],
+    error: ValidationError,
+    file: str | None,
+    prefix: str,
 ) -> ConfigError:
     # an unknown key first: a misspelt key also shows up as its correct twin "missing"
     first = min(error.errors(), key=lambda e: e["type"] != "extra_forbidden")
     location = tuple(first["loc"])
-    path = prefix + ".".join(str(part) for part in location)
+    keys, annotation = _resolve(model_cls, location)
+    path = prefix + ".".join(str(part) for part in keys)
     value = first.get("input")
     kind = first["type"]
+    context = first.get("ctx", {})
     if kind == "extra_forbidden":
-        owner = _model_at(model_cls, location)
-        allowed = field_names(owner)
+        owner = _resolve(model_cls, location[:-1])[1]
         wrong = str(location[-1])
+        if not (isinstance(owner, type) and issubclass(owner, BaseModel)):
+            return ConfigError(f"unknown field {wrong!r}", file=file, path=path, value=value)
+        allowed = field_names(owner)
         guess = difflib.get_close_matches(wrong, allowed, n=1, cutoff=0.6)
         hint = f" (did you mean {guess[0]!r}?)" if guess else ""
         return ConfigError(
@@ -132,15 +189,12 @@ def _config_error(
     if kind == "missing":
         return ConfigError("required field is missing", file=file, path=path)
     if kind in ("enum", "literal_error"):
-        expected = first.get("ctx", {}).get("expected", "")
-        allowed = [
-            part.strip(" '") for part in expected.replace(" or ", ",").split(",") if part.strip()
-        ]
+        allowed = _allowed_values(annotation) or context.get("expected")
         return ConfigError(
             f"{value!r} is not a valid value", file=file, path=path, value=value, allowed=allowed
         )
     base = kind.split("_")[0]
-    if kind.endswith(("_type", "_parsing")) and base in TYPE_WORDS:
+    if kind.endswith(("_type", "_parsing", "_from_float")) and base in TYPE_WORDS:
         return ConfigError(
             f"expected {TYPE_WORDS[base]}, got {value!r}",
             file=file,
@@ -148,15 +202,12 @@ def _config_error(
             value=value,
             allowed=TYPE_WORDS[base],
         )
+    limits = [f"{sign} {_plain(context[key])}" for key, sign in BOUNDS.items() if key in context]
+    allowed_text = ", ".join(limits) if limits else None
+    if not (_was_given(data, location) or _was_given(data, keys)):  # a refused default
+        message = f"required field is missing (the default {value!r} is not allowed)"
+        return ConfigError(message, file=file, path=path, allowed=allowed_text)
     message = first["msg"].removeprefix("Value error, ")
-    bounds = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-    limits = [
-        f"{sign} {first['ctx'][key]}" for key, sign in bounds.items() if key in first.get("ctx", {})
-    ]
     return ConfigError(
-        f"{message} (got {value!r})",
-        file=file,
-        path=path,
-        value=value,
-        allowed=", ".join(limits) if limits else None,
+        f"{message} (got {value!r})", file=file, path=path, value=value, allowed=allowed_text
     )

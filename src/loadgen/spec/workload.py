@@ -1,9 +1,10 @@
 """OMB workload files: OMB's field names and defaults, plus the checks OMB never made.
 
 Differences from OMB (all on purpose, all documented in the README): unknown keys and unknown
-``keyDistributor`` values are errors (``--lenient`` restores ignoring unknown keys);
-``testDurationMinutes: 0`` is an error instead of "run forever"; durations and
-``consumerBacklogSizeGB`` may be fractional.
+``keyDistributor`` values are errors (``--lenient`` restores ignoring unknown keys); a count,
+size or duration whose OMB default (0) makes no sense must be given (``topics``,
+``partitionsPerTopic``, ``messageSize``, ``testDurationMinutes`` — OMB's 0 means "run forever");
+durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional.
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ class KeyDistributor(StrEnum):
 class Workload(BaseModel):
     """One OMB workload. Python names are snake_case; YAML keys are OMB's camelCase."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    # validate_default: OMB's default 0 for topics, messageSize, testDurationMinutes... is refused
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        frozen=True,
+        validate_default=True,
+        allow_inf_nan=False,
+    )
 
     name: str | None = None
     topics: int = Field(default=0, ge=1)
@@ -84,7 +92,16 @@ class Workload(BaseModel):
         return self
 
     @property
+    def total_producers(self) -> int:
+        return self.topics * self.producers_per_topic
+
+    @property
+    def total_consumers(self) -> int:
+        return self.topics * self.subscriptions_per_topic * self.consumer_per_subscription
+
+    @property
     def is_rate_discovery(self) -> bool:
+        """OMB's ``producerRate: 0`` (and -1): find the highest sustainable rate."""
         return self.producer_rate <= 0
 
     @property
@@ -101,18 +118,35 @@ def load_workload(path: str | Path, *, lenient: bool = False) -> Workload:
 
 
 def resolve_payload_file(workload: Workload, workload_path: str | Path | None) -> Path:
-    """``payloadFile`` relative to the working directory (OMB), else to the workload's folder."""
-    assert workload.payload_file is not None
+    """``payloadFile`` relative to the working directory (OMB), else to the workload's folder.
+
+    Its length must equal ``messageSize`` (OMB's rule): a file payload is sent as it is.
+    """
+    file = str(workload_path) if workload_path is not None else None
+    if workload.payload_file is None:
+        raise ConfigError(
+            "the workload names no payload file", file=file, path="payloadFile", allowed="a path"
+        )
     candidates = [Path(workload.payload_file)]
     if workload_path is not None:
         candidates.append(Path(workload_path).parent / workload.payload_file)
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise ConfigError(
-        "payload file not found",
-        file=str(workload_path) if workload_path else None,
-        path="payloadFile",
-        value=workload.payload_file,
-        allowed="a path relative to the working directory or to the workload file",
-    )
+    found = next((candidate for candidate in candidates if candidate.is_file()), None)
+    if found is None:
+        raise ConfigError(
+            "payload file not found",
+            file=file,
+            path="payloadFile",
+            value=workload.payload_file,
+            allowed="a path relative to the working directory or to the workload file",
+        )
+    size = found.stat().st_size
+    if size != workload.message_size:
+        raise ConfigError(
+            f"payload file {str(found)!r} is {size} bytes but messageSize is "
+            f"{workload.message_size}",
+            file=file,
+            path="payloadFile",
+            value=workload.payload_file,
+            allowed=f"a file of exactly {workload.message_size} bytes",
+        )
+    return found

@@ -1,136 +1,158 @@
-"""The Kafka driver file (OMB's fields), checked completely before anything connects.
+"""OMB's Kafka driver YAML, read for librdkafka (confluent-kafka).
 
-librdkafka is the authority on its own keys and values, so the check builds each client once
-with ``bootstrap.servers`` removed: librdkafka then validates every setting while it has nobody
-to contact, and the client is discarded. Java-only keys are translated first
-(:mod:`drivers.kafka.properties`), and a rejection is reported at the key the user wrote.
+OMB's file carries Java client properties as ``.properties`` text. Most keys mean the same in
+librdkafka; the Java-only ones are handled here, explicitly:
+
+* key/value (de)serializers: dropped (OMB forces byte/string (de)serializers).
+* ``buffer.memory`` (bytes) becomes ``queue.buffering.max.kbytes`` (bytes / 1024).
+* ``max.request.size`` becomes ``message.max.bytes`` (librdkafka's request cap).
+* ``request.timeout.ms`` above 900000 (OMB's throughput file has 1200000) is capped at
+  librdkafka's maximum, with one warning.
+* ``default.api.timeout.ms``, ``max.block.ms``, ``metadata.max.idle.ms``,
+  ``interceptor.classes``: no librdkafka equivalent; dropped with one warning.
+* anything else goes to librdkafka, and a key or value it rejects is a ConfigError naming the
+  file and key path.
+
+Validation instantiates the client with no ``bootstrap.servers``, which makes librdkafka check
+every key while contacting nobody.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+import logging
+from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaException, Producer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from drivers.kafka.properties import ClientConf, is_secret, properties_from, to_librdkafka
 from loadgen.errors import ConfigError
-from loadgen.spec import parse_model
-from loadgen.spec.driver_spec import DriverSpec
 
-LIBRDKAFKA_KEYS = "librdkafka configuration properties (see librdkafka's CONFIGURATION.md)"
+log = logging.getLogger("loadgen.kafka")
+
+DROPPED_SILENTLY = {
+    "key.serializer",
+    "value.serializer",
+    "key.deserializer",
+    "value.deserializer",
+}
+LIBRDKAFKA_MAXIMUMS = {"request.timeout.ms": 900_000}
+DROPPED_WITH_WARNING = {
+    "default.api.timeout.ms",
+    "max.block.ms",
+    "metadata.max.idle.ms",
+    "interceptor.classes",
+}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java ``.properties`` lines: ``k=v`` or ``k: v``, ``#``/``!`` comments, blank lines."""
+    properties = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        separators = [i for i in (line.find("="), line.find(":")) if i > 0]
+        if not separators:
+            raise ValueError(f"not a 'key=value' line: {line!r}")
+        cut = min(separators)
+        properties[line[:cut].strip()] = line[cut + 1 :].strip()
+    return properties
+
+
+def _properties_field(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+    if isinstance(value, str):
+        return parse_properties(value)
+    raise ValueError("expected .properties text or a mapping")
 
 
 class KafkaConfig(BaseModel):
-    """The broker section of a Kafka driver file; ``*Config`` values are Java properties."""
+    """The broker section of a Kafka driver file (OMB field names)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
-    replication_factor: int = Field(default=0, alias="replicationFactor", ge=-1)
-    """0 (or -1): the broker's default replication factor."""
+    replication_factor: int = Field(default=0, alias="replicationFactor", ge=0)
     reset: bool = False
-    """OMB deletes every topic of the cluster; loadgen only the ones named with its prefix."""
     topic_config: dict[str, str] = Field(default_factory=dict, alias="topicConfig")
     common_config: dict[str, str] = Field(alias="commonConfig")
     producer_config: dict[str, str] = Field(alias="producerConfig")
     consumer_config: dict[str, str] = Field(alias="consumerConfig")
 
-    @field_validator(
+    _properties = field_validator(
         "topic_config", "common_config", "producer_config", "consumer_config", mode="before"
-    )
-    @classmethod
-    def _read_properties(cls, value: Any) -> dict[str, str]:
-        return properties_from(value)
-
-
-@dataclass(frozen=True)
-class ClientConfs:
-    """What each librdkafka client gets: common settings, overridden by its own section's."""
-
-    admin: ClientConf
-    producer: ClientConf
-    consumer: ClientConf
+    )(_properties_field)
 
     @property
     def bootstrap_servers(self) -> str:
-        return self.admin.settings["bootstrap.servers"]
+        return self.common_config.get("bootstrap.servers", "")
+
+    @property
+    def auto_commit(self) -> bool:
+        return self.consumer_config.get("enable.auto.commit", "false").lower() == "true"
 
 
-def load_config(spec: DriverSpec) -> tuple[KafkaConfig, ClientConfs]:
-    """Parse and fully check ``spec``'s Kafka section; no network traffic."""
-    config = parse_model(KafkaConfig, dict(spec.config), file=spec.source, lenient=spec.lenient)
-    common = to_librdkafka("commonConfig", config.common_config, spec.source)
-    if not common.settings.get("bootstrap.servers"):
-        raise ConfigError(
-            "bootstrap.servers is required",
-            file=spec.source,
-            path="commonConfig.bootstrap.servers",
-            allowed="host:port[,host:port...]",
-        )
-    confs = ClientConfs(
-        admin=common,
-        producer=common | to_librdkafka("producerConfig", config.producer_config, spec.source),
-        consumer=common | to_librdkafka("consumerConfig", config.consumer_config, spec.source),
-    )
-    check_offline("producer", confs.producer, spec.source)
-    check_offline("consumer", confs.consumer, spec.source)
-    return config, confs
+def to_librdkafka(
+    section: str, properties: Mapping[str, str], source: str | None
+) -> dict[str, str]:
+    """Translate one properties block; warn once per dropped Java-only key."""
+    translated = {}
+    for key, value in properties.items():
+        if key in DROPPED_SILENTLY:
+            continue
+        if key in DROPPED_WITH_WARNING:
+            log.warning("%s: %s.%s has no librdkafka equivalent; ignored", source, section, key)
+            continue
+        if key == "buffer.memory":
+            translated["queue.buffering.max.kbytes"] = str(max(1, int(value) // 1024))
+            continue
+        if key == "max.request.size":
+            translated["message.max.bytes"] = value
+            continue
+        maximum = LIBRDKAFKA_MAXIMUMS.get(key)
+        if maximum is not None and value.isdigit() and int(value) > maximum:
+            log.warning(
+                "%s: %s.%s=%s is above librdkafka's maximum; using %d",
+                source,
+                section,
+                key,
+                value,
+                maximum,
+            )
+            value = str(maximum)
+        translated[key] = value
+    return translated
 
 
-def check_offline(kind: str, conf: ClientConf, source: str | None) -> None:
-    """Let librdkafka judge ``conf`` for a ``kind`` client without contacting any broker."""
+def check_with_librdkafka(section: str, conf: Mapping[str, str], source: str | None) -> None:
+    """Let librdkafka reject unknown keys and bad values, without any network traffic."""
+    offline = {k: v for k, v in conf.items() if k != "bootstrap.servers"}
+    offline.pop("group.id", None)
     try:
-        _build_offline(kind, conf.settings)
+        Producer({**offline, "log_level": 0}) if section != "consumerConfig" else _consumer(offline)
     except KafkaException as error:
-        reason = _reason(error)
-        key = _culprit(kind, conf.settings, reason)
-        if key is None:
-            raise ConfigError(
-                f"librdkafka rejects the {kind} settings: {reason}",
-                file=source,
-                path=f"{kind}Config",
-                allowed=LIBRDKAFKA_KEYS,
-            ) from None
-        value = conf.settings[key]
-        if is_secret(key):
-            reason, value = reason.replace(value, "***"), "***"
+        message = (error.args[0].str() if error.args else str(error)).strip()
+        key = _rejected_key(message, conf)
         raise ConfigError(
-            f"librdkafka rejects it: {reason}",
+            message,
             file=source,
-            path=conf.origins.get(key, f"{kind}Config.{key}"),
-            value=value,
-            allowed=LIBRDKAFKA_KEYS,
+            path=f"{section}.{key}" if key else section,
+            value=conf.get(key) if key else None,
+            allowed="librdkafka configuration properties (see librdkafka CONFIGURATION.md)",
         ) from None
 
 
-def _build_offline(kind: str, settings: dict[str, str]) -> None:
-    """Create and discard a client that has no broker to talk to (and logs nothing)."""
-    offline = {key: value for key, value in settings.items() if key != "bootstrap.servers"}
-    offline["log_level"] = "0"
-    if kind == "consumer":
-        Consumer({**offline, "group.id": "loadgen-validate"}).close()
-    else:
-        Producer(offline)
+def _consumer(conf: Mapping[str, str]) -> None:
+    from confluent_kafka import Consumer
+
+    Consumer({**conf, "group.id": "loadgen-validate", "log_level": 0}).close()
 
 
-def _reason(error: KafkaException) -> str:
-    cause = error.args[0] if error.args else error
-    return (cause.str() if isinstance(cause, KafkaError) else str(cause)).strip()
-
-
-def _culprit(kind: str, settings: dict[str, str], reason: str) -> str | None:
-    """The key librdkafka objects to: the one it quotes, else the one whose removal satisfies it."""
-    for quoted in re.findall(r'["`]([^"`]+)["`]', reason):
-        if quoted in settings:
-            return quoted
-    for key in settings:
-        if key == "bootstrap.servers":
-            continue
-        try:
-            _build_offline(kind, {k: v for k, v in settings.items() if k != key})
-        except KafkaException:
-            continue
-        return key
-    return None
+def _rejected_key(message: str, conf: Mapping[str, str]) -> str | None:
+    quoted = [part for part in message.split('"')[1::2] if part in conf]
+    if quoted:
+        return quoted[0]
+    return next((key for key in conf if key in message), None)

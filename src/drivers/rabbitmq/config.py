@@ -1,0 +1,115 @@
+"""The RabbitMQ driver file: OMB's fields, the routing-key fork's fields, and loadgen's own.
+
+OMB's upstream driver reads ``amqpUris``, ``messagePersistence``, ``queueType`` and the
+creation delays/batch sizes; the fork used for the Kafka/Pulsar/RabbitMQ comparison adds
+``exchangeType`` and ``topicPrefix``. The remaining fields are loadgen's: publisher confirms and
+their window, ``mandatory``, consumer ``prefetch`` and ``autoAck``. Everything is checked before
+anything connects.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from urllib.parse import urlsplit, urlunsplit
+
+import pika
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from loadgen.errors import ConfigError
+
+DEFAULT_PORT = 5672
+
+
+class QueueType(StrEnum):
+    CLASSIC = "CLASSIC"
+    QUORUM = "QUORUM"
+    STREAM = "STREAM"
+
+
+class ExchangeType(StrEnum):
+    DIRECT = "direct"
+    TOPIC = "topic"
+    FANOUT = "fanout"
+
+
+class RabbitMqConfig(BaseModel):
+    """The broker section of a RabbitMQ driver file."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    amqp_uris: list[str] = Field(alias="amqpUris", min_length=1)
+    message_persistence: bool = Field(default=False, alias="messagePersistence")
+    queue_type: QueueType = Field(default=QueueType.CLASSIC, alias="queueType")
+    producer_creation_delay_ms: int = Field(default=100, alias="producerCreationDelay", ge=0)
+    producer_creation_batch_size: int = Field(default=5, alias="producerCreationBatchSize", ge=1)
+    consumer_creation_delay_ms: int = Field(default=100, alias="consumerCreationDelay", ge=0)
+    consumer_creation_batch_size: int = Field(default=5, alias="consumerCreationBatchSize", ge=1)
+    exchange_type: ExchangeType = Field(default=ExchangeType.DIRECT, alias="exchangeType")
+    topic_prefix: str = Field(default="test-topic", alias="topicPrefix", min_length=1)
+    confirms: bool = True
+    max_in_flight: int = Field(default=1000, alias="maxInFlight", ge=1)
+    mandatory: bool = True
+    prefetch: int = Field(default=1000, ge=0)
+    auto_ack: bool = Field(default=False, alias="autoAck")
+
+    @field_validator("queue_type", "exchange_type", mode="before")
+    @classmethod
+    def _any_case(cls, value: object, info: ValidationInfo) -> object:
+        """Accept ``quorum`` and ``DIRECT`` (the routing-key fork's spelling); report the
+        value as written when it is no member in any case."""
+        enum = QueueType if info.field_name == "queue_type" else ExchangeType
+        if isinstance(value, str):
+            for member in enum:
+                if member.value.lower() == value.lower():
+                    return member
+        return value
+
+    @model_validator(mode="after")
+    def _stream_needs_acks(self) -> RabbitMqConfig:
+        if self.queue_type is QueueType.STREAM and (self.auto_ack or self.prefetch == 0):
+            raise ValueError(
+                "queueType STREAM needs manual acks and a prefetch: set autoAck: false and "
+                "prefetch > 0"
+            )
+        return self
+
+
+def check_uris(config: RabbitMqConfig, source: str | None) -> None:
+    """Every ``amqpUris`` entry must parse; errors show the URI with its password masked."""
+    for index, uri in enumerate(config.amqp_uris):
+        problem = None
+        if urlsplit(uri).scheme not in ("amqp", "amqps"):
+            problem = "not an amqp:// or amqps:// URI"
+        else:
+            try:
+                pika.URLParameters(uri)
+            except Exception as error:
+                problem = str(error)
+        if problem:
+            raise ConfigError(
+                f"{mask_password(uri)!r}: {problem}",
+                file=source,
+                path=f"amqpUris[{index}]",
+                value=mask_password(uri),
+                allowed="amqp://user:password@host:port/vhost",
+            )
+
+
+def mask_password(uri: str) -> str:
+    """``uri`` with the password replaced by ``***``, for logs and error messages."""
+    parts = urlsplit(uri)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at or ":" not in userinfo:
+        return uri
+    user = userinfo.split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def connection_parameters(uri: str, timeout_s: float) -> pika.URLParameters:
+    """Parameters for ``uri`` that give up after ``timeout_s`` instead of retrying."""
+    parameters = pika.URLParameters(uri)
+    parameters.connection_attempts = 1
+    parameters.socket_timeout = timeout_s
+    parameters.stack_timeout = timeout_s
+    parameters.blocked_connection_timeout = None
+    return parameters

@@ -1,0 +1,196 @@
+"""The RabbitMQ driver on pika: routing keys as partitions, async confirms, prefetch.
+
+* Topic = a durable exchange (``exchangeType``, direct by default); partitions = routing keys
+  ``"0" … "N-1"``; each subscription gets one queue per partition (:mod:`.topology`). A message
+  key picks the partition by CRC-32, no key (``NO_KEY``) round-robins over them.
+* Send timestamp: header ``lg-send-ns``, the producer's wall clock at send in epoch ns.
+* Producers publish with asynchronous confirms on an event loop stepped by the producer loop's
+  own thread (:mod:`.pump`); consumers each run their own connection on their own thread.
+* Every producer and consumer has its own connection (OMB multiplexes channels on one connection
+  per URI). Topics go to the ``amqpUris`` by CRC-32 of the topic name, the same on every worker.
+* Creation is paced like OMB: after every ``*CreationBatchSize`` producers (consumers), wait
+  ``*CreationDelay`` ms, so hundreds of connections do not open at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from zlib import crc32
+
+import pika
+from pika.exceptions import AMQPError, ChannelClosed, ProbableAuthenticationError
+
+from drivers.rabbitmq.config import (
+    RabbitMqConfig,
+    check_uris,
+    connection_parameters,
+    mask_password,
+)
+from drivers.rabbitmq.consumer import RabbitConsumer
+from drivers.rabbitmq.producer import RabbitProducer
+from drivers.rabbitmq.pump import Pump
+from drivers.rabbitmq.topology import check_partitions, queue_arguments, queue_names, routing_keys
+from loadgen.driver import OnMessage, TopicSpec
+from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen.spec import parse_model
+from loadgen.spec.driver_spec import DriverSpec
+
+log = logging.getLogger("loadgen.rabbitmq")
+
+ADMIN_TIMEOUT_S = 15.0
+
+
+class Driver:
+    """Selected by ``driver: rabbitmq`` or by OMB's RabbitMQ ``driverClass``."""
+
+    def __init__(self, spec: DriverSpec, config: RabbitMqConfig) -> None:
+        self.spec = spec
+        self.config = config
+        self._partitions: dict[str, int] = {}
+        self._queues: dict[str, set[str]] = {}
+        self._pump: Pump | None = None
+        self._producers_created = 0
+        self._consumers_created = 0
+
+    @classmethod
+    def validate_config(cls, spec: DriverSpec) -> RabbitMqConfig:
+        config = parse_model(
+            RabbitMqConfig, dict(spec.config), file=spec.source, lenient=spec.lenient
+        )
+        check_uris(config, spec.source)
+        return config
+
+    @classmethod
+    def from_config(cls, spec: DriverSpec) -> Driver:
+        return cls(spec, cls.validate_config(spec))
+
+    @property
+    def topic_name_prefix(self) -> str:
+        return self.config.topic_prefix
+
+    def _uri_for(self, topic: str) -> str:
+        uris = self.config.amqp_uris
+        return uris[crc32(topic.encode()) % len(uris)]
+
+    def _blocking(self, uri: str, timeout_s: float) -> pika.BlockingConnection:
+        try:
+            return pika.BlockingConnection(connection_parameters(uri, timeout_s))
+        except ProbableAuthenticationError as error:
+            raise DriverError(
+                "rabbitmq", f"{mask_password(uri)} refused the credentials: {error!r}"
+            ) from None
+        except AMQPError as error:
+            raise BrokerUnreachable("rabbitmq", mask_password(uri), repr(error)) from None
+
+    def check_reachable(self, timeout_s: float) -> None:
+        for uri in self.config.amqp_uris:
+            self._blocking(uri, timeout_s).close()
+
+    def create_topics(self, topics: list[TopicSpec]) -> None:
+        exchange_type = self.config.exchange_type
+        for topic in topics:
+            check_partitions(exchange_type, topic.partitions, self.spec.source)
+        by_uri: dict[str, list[TopicSpec]] = {}
+        for topic in topics:
+            by_uri.setdefault(self._uri_for(topic.name), []).append(topic)
+        for uri, group in by_uri.items():
+            connection = self._blocking(uri, ADMIN_TIMEOUT_S)
+            try:
+                channel = connection.channel()
+                for topic in group:
+                    channel.exchange_declare(topic.name, exchange_type.value, durable=True)
+                    self._partitions[topic.name] = topic.partitions
+            except ChannelClosed as error:
+                raise DriverError("rabbitmq", f"declaring exchanges: {error!r}") from None
+            finally:
+                connection.close()
+        log.info("declared %d exchanges", len(topics))
+
+    def delete_topics(self, names: list[str]) -> None:
+        by_uri: dict[str, list[str]] = {}
+        for name in names:
+            by_uri.setdefault(self._uri_for(name), []).append(name)
+        for uri, group in by_uri.items():
+            try:
+                connection = self._blocking(uri, ADMIN_TIMEOUT_S)
+            except (BrokerUnreachable, DriverError) as error:
+                log.warning("cannot delete %d exchanges and their queues: %s", len(group), error)
+                continue
+            try:
+                channel = connection.channel()
+                for name in group:
+                    for queue in sorted(self._queues.pop(name, ())):
+                        channel.queue_delete(queue)
+                    channel.exchange_delete(name)
+                    self._partitions.pop(name, None)
+            except AMQPError as error:
+                log.warning("deleting exchanges failed: %r", error)
+            finally:
+                if connection.is_open:
+                    connection.close()
+
+    def _partitions_of(self, topic: str) -> int:
+        try:
+            return self._partitions[topic]
+        except KeyError:
+            raise DriverError(
+                "rabbitmq",
+                f"topic {topic!r} was not created by this driver; its partitions are unknown",
+            ) from None
+
+    def _pace(self, created: int, batch_size: int, delay_ms: int) -> None:
+        if delay_ms and created and created % batch_size == 0:
+            time.sleep(delay_ms / 1000)
+
+    def create_producer(self, topic: str) -> RabbitProducer:
+        config = self.config
+        self._pace(
+            self._producers_created,
+            config.producer_creation_batch_size,
+            config.producer_creation_delay_ms,
+        )
+        if self._pump is None:
+            self._pump = Pump()
+        uri = self._uri_for(topic)
+        producer = RabbitProducer(
+            self._pump,
+            connection_parameters(uri, ADMIN_TIMEOUT_S),
+            mask_password(uri),
+            topic,
+            self._partitions_of(topic),
+            config,
+        )
+        self._producers_created += 1
+        return producer
+
+    def create_consumer(
+        self, topic: str, subscription: str, on_message: OnMessage
+    ) -> RabbitConsumer:
+        config = self.config
+        self._pace(
+            self._consumers_created,
+            config.consumer_creation_batch_size,
+            config.consumer_creation_delay_ms,
+        )
+        partitions = self._partitions_of(topic)
+        queues = queue_names(topic, subscription, partitions)
+        self._queues.setdefault(topic, set()).update(queues)
+        uri = self._uri_for(topic)
+        consumer = RabbitConsumer(
+            connection_parameters(uri, ADMIN_TIMEOUT_S),
+            mask_password(uri),
+            topic,
+            list(zip(queues, routing_keys(partitions), strict=True)),
+            queue_arguments(config.queue_type),
+            config.prefetch,
+            config.auto_ack,
+            on_message,
+        )
+        self._consumers_created += 1
+        return consumer
+
+    def close(self) -> None:
+        if self._pump is not None:
+            self._pump.close()
+            self._pump = None

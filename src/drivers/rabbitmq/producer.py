@@ -1,0 +1,224 @@
+"""A RabbitMQ producer: asynchronous publisher confirms on a stepped event loop.
+
+Each producer has its own connection and channel in confirm mode. Delivery tags are counted
+locally (the broker numbers publishes 1, 2, 3... per channel); an ack or nack with
+``multiple=True`` settles every outstanding tag up to its own, and a tag is settled once only.
+With ``mandatory`` the broker returns a message no queue is bound for (``basic.return``, then
+its ack): the producer stamps the delivery tag into a ``lg-seq`` header so the return can be
+matched, and reports that message as failed. At most ``maxInFlight`` messages await a confirm;
+a full window blocks ``send`` (stepping the loop) like a full client queue blocks elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from time import time_ns
+from zlib import crc32
+
+import pika
+from pika.adapters.asyncio_connection import AsyncioConnection
+from pika.spec import Basic
+
+from drivers.rabbitmq.config import RabbitMqConfig
+from drivers.rabbitmq.pump import Pump
+from loadgen.driver import OnDone
+from loadgen.errors import DriverError
+
+log = logging.getLogger("loadgen.rabbitmq")
+
+TIMESTAMP_HEADER = "lg-send-ns"
+"""The send time in epoch nanoseconds (the AMQP ``timestamp`` property is whole seconds)."""
+SEQUENCE_HEADER = "lg-seq"
+CONNECT_TIMEOUT_S = 15.0
+FULL_WINDOW_TIMEOUT_S = 30.0
+CLOSE_TIMEOUT_S = 5.0
+
+NACKED = DriverError("rabbitmq", "the broker nacked the message")
+RETURNED = DriverError("rabbitmq", "the broker returned the message: no queue is bound for it")
+WINDOW_STUCK = DriverError(
+    "rabbitmq", f"no publisher confirm arrived for {FULL_WINDOW_TIMEOUT_S:.0f} s"
+)
+
+
+class RabbitProducer:
+    def __init__(
+        self,
+        pump: Pump,
+        parameters: pika.URLParameters,
+        address: str,
+        exchange: str,
+        partitions: int,
+        config: RabbitMqConfig,
+    ) -> None:
+        self._pump = pump
+        self._address = address
+        self._exchange = exchange
+        self._routing_keys = [str(k) for k in range(partitions)]
+        self._round_robin = 0
+        self._confirms = config.confirms
+        self._window = config.max_in_flight
+        self._track_returns = config.mandatory and config.confirms
+        self._mandatory = config.mandatory
+        self._headers: dict[str, int] = {TIMESTAMP_HEADER: 0}
+        self._properties = pika.BasicProperties(
+            headers=self._headers, delivery_mode=2 if config.message_persistence else None
+        )
+        self._outstanding: dict[int, OnDone] = {}
+        self._returned: set[int] = set()
+        self._next_tag = 1
+        self._lowest_unsettled = 1
+        self._channel = None
+        self._publish: Callable[..., None] | None = None
+        self._closing = False
+        self._unmatched_returns = 0
+        self.failure: DriverError | None = None
+        self._connection = AsyncioConnection(
+            parameters,
+            on_open_callback=self._on_open,
+            on_open_error_callback=self._on_open_error,
+            on_close_callback=self._on_closed,
+            custom_ioloop=pump.loop,
+        )
+        ready = pump.run_until(
+            lambda: self._publish is not None or self.failure is not None, CONNECT_TIMEOUT_S
+        )
+        if self.failure is not None:
+            raise self.failure
+        if not ready:
+            self._connection.close()
+            raise DriverError("rabbitmq", f"no channel to {address} within {CONNECT_TIMEOUT_S} s")
+
+    # -- connection set-up (callbacks on the pump's loop) ---------------------------------------
+    def _on_open(self, connection: AsyncioConnection) -> None:
+        connection.channel(on_open_callback=self._on_channel)
+
+    def _on_channel(self, channel) -> None:
+        self._channel = channel
+        channel.add_on_close_callback(self._on_channel_closed)
+        if self._mandatory:
+            channel.add_on_return_callback(self._on_return)
+        if self._confirms:
+            channel.confirm_delivery(self._on_confirm, callback=self._on_ready)
+        else:
+            self._on_ready(None)
+
+    def _on_ready(self, _frame: object) -> None:
+        self._publish = self._channel.basic_publish
+        self._pump.wake()
+
+    def _on_open_error(self, _connection: object, error: BaseException) -> None:
+        self._fail(f"cannot connect to {self._address}: {error!r}")
+
+    def _on_closed(self, _connection: object, reason: BaseException) -> None:
+        if not self._closing:
+            self._fail(f"connection to {self._address} closed: {reason!r}")
+        self._pump.wake()
+
+    def _on_channel_closed(self, _channel: object, reason: BaseException) -> None:
+        if not self._closing:
+            self._fail(f"channel to {self._address} closed: {reason!r}")
+
+    def _fail(self, reason: str) -> None:
+        """The producer is dead: every message awaiting a confirm and every later one fails."""
+        if self.failure is None:
+            log.warning("producer on exchange %s: %s", self._exchange, reason)
+            self.failure = DriverError("rabbitmq", reason)
+        self._publish = None
+        outstanding, self._outstanding = self._outstanding, {}
+        for on_done in outstanding.values():
+            on_done(self.failure)
+        self._pump.wake()
+
+    # -- confirms -------------------------------------------------------------------------------
+    def _on_confirm(self, frame) -> None:
+        method = frame.method
+        error = None if isinstance(method, Basic.Ack) else NACKED
+        tag = method.delivery_tag
+        if method.multiple:
+            for settled in range(self._lowest_unsettled, tag + 1):
+                self._settle(settled, error)
+            self._lowest_unsettled = max(self._lowest_unsettled, tag + 1)
+        else:
+            self._settle(tag, error)
+        self._pump.wake()
+
+    def _settle(self, tag: int, error: DriverError | None) -> None:
+        on_done = self._outstanding.pop(tag, None)
+        if on_done is None:
+            return
+        if self._returned and tag in self._returned:
+            self._returned.discard(tag)
+            error = error or RETURNED
+        on_done(error)
+
+    def _on_return(self, _channel, method, properties, _body) -> None:
+        tag = (properties.headers or {}).get(SEQUENCE_HEADER)
+        if tag in self._outstanding:
+            self._returned.add(tag)
+            return
+        # without confirms the message was already reported as sent: all we can do is say so
+        self._unmatched_returns += 1
+        if self._unmatched_returns == 1:
+            log.warning(
+                "the broker returned messages on exchange %s (%s %s); without confirms they are "
+                "not counted as errors",
+                self._exchange,
+                method.reply_code,
+                method.reply_text,
+            )
+
+    # -- the engine's side ----------------------------------------------------------------------
+    def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+        if len(self._outstanding) >= self._window and not self._wait_for_room():
+            on_done(self.failure or WINDOW_STUCK)
+            return
+        publish = self._publish
+        if publish is None:
+            on_done(self.failure)
+            return
+        keys = self._routing_keys
+        if key is None:
+            routing_key = keys[self._round_robin % len(keys)]
+            self._round_robin += 1
+        else:
+            routing_key = keys[crc32(key) % len(keys)]
+        tag = self._next_tag
+        self._next_tag = tag + 1
+        headers = self._headers
+        headers[TIMESTAMP_HEADER] = time_ns()
+        if self._track_returns:
+            headers[SEQUENCE_HEADER] = tag
+        # pika encodes the properties inside basic_publish, so one object serves every message
+        publish(self._exchange, routing_key, payload, self._properties, self._mandatory)
+        if self._confirms:
+            self._outstanding[tag] = on_done
+        else:
+            on_done(None)
+
+    def _wait_for_room(self) -> bool:
+        window = self._window
+        return (
+            self._pump.run_until(
+                lambda: len(self._outstanding) < window or self._publish is None,
+                FULL_WINDOW_TIMEOUT_S,
+            )
+            and self._publish is not None
+        )
+
+    def poll(self, timeout_s: float = 0.0) -> None:
+        if timeout_s > 0:
+            self._pump.wait_for_callback(timeout_s)
+        else:
+            self._pump.step_unless_recent()
+
+    def flush(self, timeout_s: float) -> int:
+        self._pump.run_until(lambda: not self._outstanding, timeout_s)
+        return len(self._outstanding)
+
+    def close(self) -> None:
+        self.flush(CLOSE_TIMEOUT_S)
+        self._closing = True
+        if self._connection.is_open:
+            self._connection.close()
+            self._pump.run_until(lambda: self._connection.is_closed, CLOSE_TIMEOUT_S)

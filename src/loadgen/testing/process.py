@@ -1,0 +1,87 @@
+"""Local broker processes on 127.0.0.1: ports, liveness, and a stop that always reaps."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.2)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class LocalBroker:
+    """A broker process on 127.0.0.1 that this machine started.
+
+    ``driver_config`` is the driver section that points at it, with whatever settings this
+    broker needs (test-broker quirks live here, never in driver defaults). ``helper_pids`` are
+    processes the broker spawned that outlive it (RabbitMQ's epmd), stopped after it.
+    """
+
+    kind: str
+    address: str
+    pid: int
+    log_path: str
+    driver_config: dict[str, Any] = field(default_factory=dict)
+    temporary_dir: str | None = None
+    """A scratch folder made for the broker's data and logs; removed by :meth:`stop`."""
+    helper_pids: list[int] = field(default_factory=list)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after ``timeout_s``; reaps the processes that are our children."""
+        for pid in (self.pid, *self.helper_pids):
+            stop_process(pid, timeout_s)
+        if self.temporary_dir:
+            shutil.rmtree(self.temporary_dir, ignore_errors=True)
+
+
+def stop_process(pid: int, timeout_s: float) -> None:
+    for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 2.0)):
+        if _signal_and_wait(pid, sig, wait):
+            return
+
+
+def _signal_and_wait(pid: int, sig: signal.Signals, wait_s: float) -> bool:
+    """Send ``sig``; True once the process is gone (reaped if it is our child)."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if _reaped(pid) or not process_alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == pid

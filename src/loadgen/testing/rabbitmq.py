@@ -1,0 +1,148 @@
+"""A local RabbitMQ: Debian's ``rabbitmq-server`` as a child process bound to 127.0.0.1.
+
+The node runs as the calling user with its own name, ports, data and logs in a scratch folder
+(HOME there too, for the Erlang cookie), so it never touches a system RabbitMQ and every start is
+clean. Node, distribution port and epmd all listen on loopback only. epmd outlives the node;
+when this start launched it, :meth:`LocalBroker.stop` stops it too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pika
+import psutil
+from pika.exceptions import AMQPError
+
+from loadgen.errors import DriverError
+from loadgen.testing.process import LocalBroker, free_port, port_open
+
+SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
+INSTALL_HINT = "apt-get update && apt-get install -y rabbitmq-server"
+EPMD_PORT = 4369
+READY_TIMEOUT_S = 60.0
+LOCAL_DRIVER_SETTINGS = {"producerCreationDelay": 0, "consumerCreationDelay": 0}
+"""A local node opens connections in a few ms: OMB's 100 ms pacing would only slow tests."""
+
+
+def node_name(port: int) -> str:
+    return f"loadgen{port}@localhost"
+
+
+def rabbitmq_installed() -> bool:
+    return SERVER.exists()
+
+
+def start_rabbitmq(
+    port: int | None = None, data_dir: Path | None = None, *, detach: bool = False
+) -> LocalBroker:
+    """Start a node on 127.0.0.1:``port`` (a free one by default); return once it accepts logins.
+
+    ``detach`` starts it in its own session so it outlives this process (``loadgen brokers up``).
+    """
+    if not rabbitmq_installed():
+        raise DriverError("rabbitmq", f"{SERVER} is not installed; install it with: {INSTALL_HINT}")
+    chosen = port or free_port()
+    if port_open(chosen):
+        raise DriverError("rabbitmq", f"port 127.0.0.1:{chosen} is already in use")
+    temporary = None if data_dir else tempfile.mkdtemp(prefix="loadgen-rabbitmq-")
+    folder = Path(data_dir or temporary)
+    (folder / "home").mkdir(parents=True, exist_ok=True)
+    epmd_was_running = port_open(EPMD_PORT)
+    started = time.time()
+    log_path = folder / f"rabbitmq-{chosen}.log"
+    with open(log_path, "ab") as log_file:
+        process = subprocess.Popen(
+            [str(SERVER)],
+            env=_node_environment(chosen, folder),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=detach,
+        )
+    uri = f"amqp://guest:guest@127.0.0.1:{chosen}/%2F"
+
+    def broker() -> LocalBroker:
+        return LocalBroker(
+            kind="rabbitmq",
+            address=f"127.0.0.1:{chosen}",
+            pid=process.pid,
+            log_path=str(log_path),
+            driver_config={"amqpUris": [uri], **LOCAL_DRIVER_SETTINGS},
+            temporary_dir=temporary,
+            helper_pids=[] if epmd_was_running else _epmd_pids(started),
+        )
+
+    try:
+        _wait_ready(process, uri)
+    except DriverError:
+        broker().stop()
+        raise
+    return broker()
+
+
+def _node_environment(port: int, folder: Path) -> dict[str, str]:
+    dist_port = free_port()
+    return {
+        **os.environ,
+        "HOME": str(folder / "home"),
+        "RABBITMQ_NODENAME": node_name(port),
+        "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+        "RABBITMQ_NODE_PORT": str(port),
+        "RABBITMQ_DIST_PORT": str(dist_port),
+        "ERL_EPMD_ADDRESS": "127.0.0.1",
+        "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+        "RABBITMQ_MNESIA_BASE": str(folder / "mnesia"),
+        "RABBITMQ_LOG_BASE": str(folder / "log"),
+    }
+
+
+def _wait_ready(process: subprocess.Popen, uri: str) -> None:
+    parameters = pika.URLParameters(uri)
+    parameters.connection_attempts = 1
+    parameters.socket_timeout = 1.0
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while True:
+        if process.poll() is not None:
+            raise DriverError("rabbitmq", f"rabbitmq-server exited with {process.returncode}")
+        if port_open(parameters.port):
+            try:
+                pika.BlockingConnection(parameters).close()
+                return
+            except AMQPError:
+                pass
+        if time.monotonic() > deadline:
+            raise DriverError("rabbitmq", f"no AMQP login on {uri} within {READY_TIMEOUT_S:.0f} s")
+        time.sleep(0.1)
+
+
+def _epmd_pids(started_after: float) -> list[int]:
+    """epmd daemons this start launched (Erlang starts one when none listens)."""
+    return [
+        p.pid
+        for p in psutil.process_iter(["name", "create_time"])
+        if p.info["name"] == "epmd" and p.info["create_time"] >= started_after - 1
+    ]
+
+
+def rabbitmqctl(broker: LocalBroker, *args: str, timeout_s: float = 60.0) -> str:
+    """Run ``rabbitmqctl`` against a node :func:`start_rabbitmq` started; return its stdout.
+
+    The node's Erlang cookie is in ``home/`` beside its log, where the start put it.
+    """
+    folder = Path(broker.log_path).parent
+    port = int(broker.address.rsplit(":", 1)[1])
+    done = subprocess.run(
+        [str(SERVER.with_name("rabbitmqctl")), "-n", node_name(port), *args],
+        env={**os.environ, "HOME": str(folder / "home")},
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    if done.returncode != 0:
+        raise DriverError("rabbitmq", f"rabbitmqctl {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout

@@ -1,0 +1,41 @@
+"""A one-minute tailing run on the real RabbitMQ server, through the same runner as the CLI."""
+
+import json
+
+import pytest
+
+from loadgen.runner import run_one
+from loadgen.scenarios.tailing import RunOptions
+from loadgen.testing.rabbitmq import rabbitmqctl
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def one_minute_run(rabbitmq_spec, tailing, tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    return run_one(tailing(5_000), None, rabbitmq_spec, out, RunOptions(stats_interval_s=10))
+
+
+def test_one_minute_at_5k_holds_the_rate(one_minute_run):
+    measured = [s for s in one_minute_run.outcome.intervals if not s.warmup]
+    rate = sum(s.sent for s in measured) / sum(s.seconds for s in measured)
+    assert rate == pytest.approx(5_000, rel=0.01)
+
+
+def test_one_minute_at_5k_receives_every_message_sent(one_minute_run):
+    result = one_minute_run.result
+    assert result["driver"] == "RabbitMQ"
+    assert result["totalPublishErrors"] == 0
+    assert result["totalMessagesSent"] > 300_000
+    assert result["totalMessagesReceived"] == result["totalMessagesSent"]
+    assert 0 < result["aggregatedEndToEndLatency50pct"] < result["aggregatedEndToEndLatencyMax"]
+    assert result["aggregatedPublishLatency99pct"] > 0
+
+
+def test_the_run_leaves_no_exchange_or_queue_behind(one_minute_run, rabbitmq):
+    topic = one_minute_run.outcome.topics[0]
+    queues = json.loads(rabbitmqctl(rabbitmq, "list_queues", "name", "--formatter", "json"))
+    exchanges = json.loads(rabbitmqctl(rabbitmq, "list_exchanges", "name", "--formatter", "json"))
+    assert not [q for q in queues if q["name"].startswith(topic)]
+    assert topic not in {e["name"] for e in exchanges}

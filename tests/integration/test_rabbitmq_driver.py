@@ -195,3 +195,52 @@ def test_bad_credentials_fail_fast_naming_the_uri_without_its_password(rabbitmq,
     assert f"guest:***@{rabbitmq.address}" in message
     assert "credentials" in message
     assert "wr0ng" not in message
+
+
+def connection_channels(rabbitmq):
+    listing = rabbitmqctl(rabbitmq, "list_connections", "channels", "--formatter", "json")
+    return sorted(c["channels"] for c in json.loads(listing or "[]"))
+
+
+def test_clients_share_connections_one_channel_each(driver, rabbitmq, topic_name):
+    before = connection_channels(rabbitmq)
+    rmq = driver(producersPerConnection=4, consumersPerConnection=3)
+    rmq.create_topics([TopicSpec(topic_name, 4)])
+    received = []
+    consumers = [
+        rmq.create_consumer(topic_name, f"sub{i}", lambda payload, sent: received.append(sent))
+        for i in range(3)
+    ]
+    producers = [rmq.create_producer(topic_name) for _ in range(4)]
+    assert connection_channels(rabbitmq) == sorted([*before, 3, 4])
+    for producer in producers:
+        assert send_all(producer, [None] * 100) == [None] * 100
+    deadline = time.monotonic() + 10
+    while len(received) < 1200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(received) == 1200  # 400 sent, 3 subscriptions
+    for client in (*producers, *consumers):
+        client.close()
+    rmq.delete_topics([topic_name])
+    deadline = time.monotonic() + 5
+    while connection_channels(rabbitmq) != before:
+        assert time.monotonic() < deadline, "closing every client must close its connections"
+        time.sleep(0.1)
+
+
+def test_a_connection_closed_by_the_broker_fails_the_producer_loudly(driver, rabbitmq, topic_name):
+    rmq = driver()
+    rmq.create_topics([TopicSpec(topic_name, 1)])
+    rmq.create_consumer(topic_name, "sub", lambda *_: None)
+    producer = rmq.create_producer(topic_name)
+    assert send_all(producer, [None] * 10) == [None] * 10
+    rabbitmqctl(rabbitmq, "close_all_connections", "closed by the test")
+    deadline = time.monotonic() + 10
+    while producer.failure is None and time.monotonic() < deadline:
+        producer.poll(0.05)
+    assert "closed by the test" in str(producer.failure)
+    errors = []
+    producer.send(None, PAYLOAD, lambda error, *_: errors.append(error))
+    assert errors == [producer.failure]
+    producer.close()
+    rmq.delete_topics([topic_name])

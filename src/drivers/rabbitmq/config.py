@@ -2,8 +2,9 @@
 
 OMB's upstream driver reads ``amqpUris``, ``messagePersistence``, ``queueType`` and the
 creation delays/batch sizes; the fork used for the Kafka/Pulsar/RabbitMQ comparison adds
-``exchangeType`` and ``topicPrefix``. The remaining fields are loadgen's: publisher confirms and
-their window, ``mandatory``, consumer ``prefetch`` and ``autoAck``. Everything is checked before
+``exchangeType`` and ``topicPrefix``. The remaining fields are loadgen's: how many producers and
+consumers share a connection, publisher confirms and their window, ``mandatory``, consumer
+``prefetch`` and ``autoAck``. Everything is checked before
 anything connects.
 """
 
@@ -46,6 +47,8 @@ class RabbitMqConfig(BaseModel):
     consumer_creation_batch_size: int = Field(default=5, alias="consumerCreationBatchSize", ge=1)
     exchange_type: ExchangeType = Field(default=ExchangeType.DIRECT, alias="exchangeType")
     topic_prefix: str = Field(default="test-topic", alias="topicPrefix", min_length=1)
+    producers_per_connection: int = Field(default=1, alias="producersPerConnection", ge=1)
+    consumers_per_connection: int = Field(default=1, alias="consumersPerConnection", ge=1)
     confirms: bool = True
     max_in_flight: int = Field(default=1000, alias="maxInFlight", ge=1)
     mandatory: bool = True

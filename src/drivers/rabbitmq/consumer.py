@@ -1,4 +1,4 @@
-"""A RabbitMQ consumer: one connection and channel on a thread (and event loop) it owns.
+"""A RabbitMQ consumer: a channel on a connection that lives on a consumers' loop thread.
 
 It declares its subscription's queues (one per partition, bound with the partition's routing
 key), sets the prefetch (the receiver-queue analogue) and consumes from all of them, so
@@ -10,14 +10,10 @@ so a paused consumer takes nothing in (OMB blocks the client's thread instead).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 from collections.abc import Callable
 
-import pika
-from pika.adapters.asyncio_connection import AsyncioConnection
-
+from drivers.rabbitmq.connection import LoopThread, SharedConnection
 from drivers.rabbitmq.producer import TIMESTAMP_HEADER
 from loadgen.driver import OnMessage
 from loadgen.errors import DriverError
@@ -32,8 +28,8 @@ ACK_TICK_S = 0.05
 class RabbitConsumer:
     def __init__(
         self,
-        parameters: pika.URLParameters,
-        address: str,
+        loop_thread: LoopThread,
+        connection: SharedConnection,
         exchange: str,
         bindings: list[tuple[str, str]],
         queue_arguments: dict[str, str],
@@ -42,7 +38,9 @@ class RabbitConsumer:
         on_message: OnMessage,
     ) -> None:
         """``bindings`` pairs each queue of the subscription with its routing key."""
-        self._address = address
+        self._thread = loop_thread
+        self._loop = loop_thread.loop
+        self._connection = connection
         self._exchange = exchange
         self._bindings = bindings
         self._queue_arguments = queue_arguments
@@ -55,40 +53,28 @@ class RabbitConsumer:
         self._consumer_tags: list[str] = []
         self._channel = None
         self._closing = False
+        self._ready: Callable[[], None] | None = None
         self.failure: DriverError | None = None
         self.foreign_messages = 0
-        self._ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
-        self._connection = AsyncioConnection(
-            parameters,
-            on_open_callback=self._on_open,
-            on_open_error_callback=self._on_open_error,
-            on_close_callback=self._on_closed,
-            custom_ioloop=self._loop,
-        )
-        self._thread = threading.Thread(
-            target=self._run, name=f"rabbitmq-consumer-{exchange}", daemon=True
-        )
-        self._thread.start()
-        if not self._ready.wait(READY_TIMEOUT_S):
-            self.close()
-            raise DriverError(
-                "rabbitmq", f"consumer on {address} not ready within {READY_TIMEOUT_S:.0f} s"
+        ready = loop_thread.call_and_wait(self._start, READY_TIMEOUT_S)
+        if self.failure is None and not ready:
+            self.failure = DriverError(
+                "rabbitmq",
+                f"consumer on {connection.address} not ready within {READY_TIMEOUT_S:.0f} s",
             )
         if self.failure is not None:
             self.close()
             raise self.failure
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.close()
+    # -- set-up, on the consumers' loop --------------------------------------------------------
+    def _start(self, ready: Callable[[], None]) -> None:
+        self._ready = ready
+        self._connection.open_channel(self._on_channel, self._on_lost)
 
-    # -- set-up, on the consumer's loop --------------------------------------------------------
-    def _on_open(self, connection: AsyncioConnection) -> None:
-        connection.channel(on_open_callback=self._on_channel)
+    def _signal_ready(self) -> None:
+        ready, self._ready = self._ready, None
+        if ready is not None:
+            ready()
 
     def _on_channel(self, channel) -> None:
         self._channel = channel
@@ -97,7 +83,7 @@ class RabbitConsumer:
 
     def _declare(self, index: int) -> None:
         if index == len(self._bindings):
-            self._consume_all(self._ready.set)
+            self._consume_all(self._signal_ready)
             if not self._auto_ack:
                 self._loop.call_later(ACK_TICK_S, self._ack_tick)
             return
@@ -176,55 +162,38 @@ class RabbitConsumer:
             )
 
     # -- failures ----------------------------------------------------------------------------------
-    def _on_open_error(self, _connection: object, error: BaseException) -> None:
-        self.failure = DriverError("rabbitmq", f"cannot connect to {self._address}: {error!r}")
-        self._ready.set()
-        self._loop.stop()
-
-    def _on_closed(self, _connection: object, reason: BaseException) -> None:
-        if not self._closing:
-            self.failure = DriverError(
-                "rabbitmq", f"consumer connection to {self._address} closed: {reason!r}"
-            )
-            log.warning("%s", self.failure)
-        self._ready.set()
-        self._loop.stop()
+    def _on_lost(self, failure: DriverError) -> None:
+        self._give_up(failure)
 
     def _on_channel_closed(self, _channel: object, reason: BaseException) -> None:
         if not self._closing:
-            self.failure = DriverError(
-                "rabbitmq", f"consumer channel on {self._exchange} closed: {reason!r}"
+            self._give_up(
+                DriverError("rabbitmq", f"consumer channel on {self._exchange} closed: {reason!r}")
             )
-            log.warning("%s", self.failure)
-            self._ready.set()
-            if self._connection.is_open:
-                self._connection.close()
+
+    def _give_up(self, failure: DriverError) -> None:
+        if self.failure is None:
+            self.failure = failure
+            log.warning("consumer on exchange %s: %s", self._exchange, failure)
+        self._signal_ready()
 
     # -- the engine's side --------------------------------------------------------------------
-    def _on_loop(self, action: Callable[[Callable[[], None]], None], what: str) -> None:
-        """Run ``action(done)`` on the consumer's loop and wait until it calls ``done``."""
-        finished = threading.Event()
-        if not self._thread.is_alive():
-            return
-        self._loop.call_soon_threadsafe(action, finished.set)
-        if not finished.wait(SWITCH_TIMEOUT_S):
-            log.warning("the consumer did not %s within %.0f s", what, SWITCH_TIMEOUT_S)
-
     def pause(self) -> None:
-        self._on_loop(self._cancel_all, "pause")
+        if not self._thread.call_and_wait(self._cancel_all, SWITCH_TIMEOUT_S):
+            log.warning("the consumer did not pause within %.0f s", SWITCH_TIMEOUT_S)
 
     def resume(self) -> None:
-        self._on_loop(self._consume_all, "resume")
+        if not self._thread.call_and_wait(self._consume_all, SWITCH_TIMEOUT_S):
+            log.warning("the consumer did not resume within %.0f s", SWITCH_TIMEOUT_S)
 
     def close(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._shut_down)
-            self._thread.join(SWITCH_TIMEOUT_S * 2)
+        self._thread.call_and_wait(self._shut_down, SWITCH_TIMEOUT_S)
 
-    def _shut_down(self) -> None:
-        self._closing = True
-        self._ack_pending()
-        if self._connection.is_open or self._connection.is_opening:
-            self._connection.close()
-        else:
-            self._loop.stop()
+    def _shut_down(self, done: Callable[[], None]) -> None:
+        if not self._closing:
+            self._closing = True
+            self._ack_pending()
+            if self._channel is not None and self._channel.is_open:
+                self._channel.close()
+            self._connection.release(self._on_lost)
+        done()

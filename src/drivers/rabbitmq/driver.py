@@ -6,8 +6,10 @@
 * Send timestamp: header ``lg-send-ns``, the producer's wall clock at send in epoch ns.
 * Producers publish with asynchronous confirms on an event loop stepped by the producer loop's
   own thread (:mod:`.pump`); consumers each run their own connection on their own thread.
-* Every producer and consumer has its own connection (OMB multiplexes channels on one connection
-  per URI). Topics go to the ``amqpUris`` by CRC-32 of the topic name, the same on every worker.
+* Every producer and consumer has a channel of its own; ``producersPerConnection`` /
+  ``consumersPerConnection`` (default 1) say how many share a connection (OMB: all of them, one
+  connection per URI). Consumers sharing a connection share its loop thread. Topics go to the
+  ``amqpUris`` by CRC-32 of the topic name, the same on every worker.
 * Creation is paced like OMB: after every ``*CreationBatchSize`` producers (consumers), wait
   ``*CreationDelay`` ms, so hundreds of connections do not open at once.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from zlib import crc32
 
 import pika
@@ -27,6 +30,7 @@ from drivers.rabbitmq.config import (
     connection_parameters,
     mask_password,
 )
+from drivers.rabbitmq.connection import LoopThread, SharedConnection
 from drivers.rabbitmq.consumer import RabbitConsumer
 from drivers.rabbitmq.producer import RabbitProducer
 from drivers.rabbitmq.pump import Pump
@@ -39,6 +43,8 @@ from loadgen.spec.driver_spec import DriverSpec
 log = logging.getLogger("loadgen.rabbitmq")
 
 ADMIN_TIMEOUT_S = 15.0
+CONNECT_TIMEOUT_S = 15.0
+CLOSE_TIMEOUT_S = 5.0
 
 
 class Driver:
@@ -50,6 +56,8 @@ class Driver:
         self._partitions: dict[str, int] = {}
         self._queues: dict[str, set[str]] = {}
         self._pump: Pump | None = None
+        self._producer_connections: list[SharedConnection] = []
+        self._consumer_connections: list[tuple[LoopThread, SharedConnection]] = []
         self._producers_created = 0
         self._consumers_created = 0
 
@@ -150,17 +158,9 @@ class Driver:
             config.producer_creation_batch_size,
             config.producer_creation_delay_ms,
         )
-        if self._pump is None:
-            self._pump = Pump()
-        uri = self._uri_for(topic)
-        producer = RabbitProducer(
-            self._pump,
-            connection_parameters(uri, ADMIN_TIMEOUT_S),
-            mask_password(uri),
-            topic,
-            self._partitions_of(topic),
-            config,
-        )
+        partitions = self._partitions_of(topic)
+        pump, connection = self._producer_connection(self._uri_for(topic))
+        producer = RabbitProducer(pump, connection, topic, partitions, config)
         self._producers_created += 1
         return producer
 
@@ -176,10 +176,10 @@ class Driver:
         partitions = self._partitions_of(topic)
         queues = queue_names(topic, subscription, partitions)
         self._queues.setdefault(topic, set()).update(queues)
-        uri = self._uri_for(topic)
+        loop_thread, connection = self._consumer_connection(self._uri_for(topic))
         consumer = RabbitConsumer(
-            connection_parameters(uri, ADMIN_TIMEOUT_S),
-            mask_password(uri),
+            loop_thread,
+            connection,
             topic,
             list(zip(queues, routing_keys(partitions), strict=True)),
             queue_arguments(config.queue_type),
@@ -190,7 +190,90 @@ class Driver:
         self._consumers_created += 1
         return consumer
 
+    def _producer_connection(self, uri: str) -> tuple[Pump, SharedConnection]:
+        """A producer connection to ``uri`` with a free channel slot, opened when none has one."""
+        if self._pump is None:
+            self._pump = Pump()
+        pump = self._pump
+        address = mask_password(uri)
+        for connection in self._producer_connections:
+            if connection.address == address and connection.has_room:
+                return pump, connection
+        connection = SharedConnection(
+            connection_parameters(uri, CONNECT_TIMEOUT_S),
+            address,
+            pump.loop,
+            pump.wake,
+            self.config.producers_per_connection,
+        )
+        opened = pump.run_until(
+            lambda: connection.is_open or connection.failure is not None, CONNECT_TIMEOUT_S
+        )
+        _raise_unless_open(connection, opened)
+        self._producer_connections.append(connection)
+        return pump, connection
+
+    def _consumer_connection(self, uri: str) -> tuple[LoopThread, SharedConnection]:
+        """A consumer connection (on its own loop thread) to ``uri`` with a free channel slot."""
+        address = mask_password(uri)
+        for loop_thread, connection in self._consumer_connections:
+            if connection.address == address and connection.has_room and loop_thread.alive:
+                return loop_thread, connection
+        loop_thread = LoopThread(f"rabbitmq-consumers-{len(self._consumer_connections)}")
+        made: list[SharedConnection] = []
+
+        def changed() -> None:
+            if made and made[0].is_closed:
+                loop_thread.loop.stop()  # the last consumer released it: the thread ends
+
+        def connect(done: Callable[[], None]) -> None:
+            def on_change() -> None:
+                done()
+                changed()
+
+            made.append(
+                SharedConnection(
+                    connection_parameters(uri, CONNECT_TIMEOUT_S),
+                    address,
+                    loop_thread.loop,
+                    on_change,
+                    self.config.consumers_per_connection,
+                )
+            )
+
+        opened = loop_thread.call_and_wait(connect, CONNECT_TIMEOUT_S)
+        connection = made[0]
+        try:
+            _raise_unless_open(connection, opened and connection.is_open)
+        except DriverError:
+            loop_thread.call(loop_thread.loop.stop)
+            raise
+        self._consumer_connections.append((loop_thread, connection))
+        return loop_thread, connection
+
     def close(self) -> None:
-        if self._pump is not None:
-            self._pump.close()
+        """Close the connections clients left open, then the loops they ran on."""
+        for loop_thread, connection in self._consumer_connections:
+            if loop_thread.call(connection.close):  # its thread ends once it has closed
+                loop_thread.join(CLOSE_TIMEOUT_S)
+        pump = self._pump
+        if pump is not None:
+            for connection in self._producer_connections:
+                connection.close()
+            pump.run_until(
+                lambda: all(c.is_closed for c in self._producer_connections), CLOSE_TIMEOUT_S
+            )
+            pump.close()
             self._pump = None
+        self._consumer_connections = []
+        self._producer_connections = []
+
+
+def _raise_unless_open(connection: SharedConnection, opened: bool) -> None:
+    if connection.failure is not None:
+        raise connection.failure
+    if not opened:
+        connection.close()
+        raise DriverError(
+            "rabbitmq", f"no connection to {connection.address} within {CONNECT_TIMEOUT_S:.0f} s"
+        )

@@ -1,7 +1,7 @@
 """A RabbitMQ producer: asynchronous publisher confirms on a stepped event loop.
 
-Each producer has its own connection and channel in confirm mode. Delivery tags are counted
-locally (the broker numbers publishes 1, 2, 3... per channel); an ack or nack with
+Each producer has its own channel in confirm mode, on a connection it may share. Delivery tags
+are counted locally (the broker numbers publishes 1, 2, 3... per channel); an ack or nack with
 ``multiple=True`` settles every outstanding tag up to its own, and a tag is settled once only.
 With ``mandatory`` the broker returns a message no queue is bound for (``basic.return``, then
 its ack): the producer stamps the delivery tag into a ``lg-seq`` header so the return can be
@@ -17,10 +17,10 @@ from time import time_ns
 from zlib import crc32
 
 import pika
-from pika.adapters.asyncio_connection import AsyncioConnection
 from pika.spec import Basic
 
 from drivers.rabbitmq.config import RabbitMqConfig
+from drivers.rabbitmq.connection import SharedConnection
 from drivers.rabbitmq.pump import Pump
 from loadgen.driver import OnDone
 from loadgen.errors import DriverError
@@ -45,14 +45,13 @@ class RabbitProducer:
     def __init__(
         self,
         pump: Pump,
-        parameters: pika.URLParameters,
-        address: str,
+        connection: SharedConnection,
         exchange: str,
         partitions: int,
         config: RabbitMqConfig,
     ) -> None:
         self._pump = pump
-        self._address = address
+        self._connection = connection
         self._exchange = exchange
         self._routing_keys = [str(k) for k in range(partitions)]
         self._round_robin = 0
@@ -73,26 +72,20 @@ class RabbitProducer:
         self._closing = False
         self._unmatched_returns = 0
         self.failure: DriverError | None = None
-        self._connection = AsyncioConnection(
-            parameters,
-            on_open_callback=self._on_open,
-            on_open_error_callback=self._on_open_error,
-            on_close_callback=self._on_closed,
-            custom_ioloop=pump.loop,
-        )
+        connection.open_channel(self._on_channel, self._on_lost)
         ready = pump.run_until(
             lambda: self._publish is not None or self.failure is not None, CONNECT_TIMEOUT_S
         )
+        if self.failure is None and not ready:
+            self.failure = DriverError(
+                "rabbitmq", f"no channel on {connection.address} within {CONNECT_TIMEOUT_S:.0f} s"
+            )
         if self.failure is not None:
+            self._closing = True
+            connection.release(self._on_lost)
             raise self.failure
-        if not ready:
-            self._connection.close()
-            raise DriverError("rabbitmq", f"no channel to {address} within {CONNECT_TIMEOUT_S} s")
 
-    # -- connection set-up (callbacks on the pump's loop) ---------------------------------------
-    def _on_open(self, connection: AsyncioConnection) -> None:
-        connection.channel(on_open_callback=self._on_channel)
-
+    # -- channel set-up (callbacks on the pump's loop) ------------------------------------------
     def _on_channel(self, channel) -> None:
         self._channel = channel
         channel.add_on_close_callback(self._on_channel_closed)
@@ -107,23 +100,20 @@ class RabbitProducer:
         self._publish = self._channel.basic_publish
         self._pump.wake()
 
-    def _on_open_error(self, _connection: object, error: BaseException) -> None:
-        self._fail(f"cannot connect to {self._address}: {error!r}")
-
-    def _on_closed(self, _connection: object, reason: BaseException) -> None:
-        if not self._closing:
-            self._fail(f"connection to {self._address} closed: {reason!r}")
-        self._pump.wake()
+    def _on_lost(self, failure: DriverError) -> None:
+        self._fail(failure)
 
     def _on_channel_closed(self, _channel: object, reason: BaseException) -> None:
         if not self._closing:
-            self._fail(f"channel to {self._address} closed: {reason!r}")
+            self._fail(
+                DriverError("rabbitmq", f"channel on {self._connection.address} closed: {reason!r}")
+            )
 
-    def _fail(self, reason: str) -> None:
+    def _fail(self, failure: DriverError) -> None:
         """The producer is dead: every message awaiting a confirm and every later one fails."""
         if self.failure is None:
-            log.warning("producer on exchange %s: %s", self._exchange, reason)
-            self.failure = DriverError("rabbitmq", reason)
+            log.warning("producer on exchange %s: %s", self._exchange, failure)
+            self.failure = failure
         self._publish = None
         outstanding, self._outstanding = self._outstanding, {}
         for on_done in outstanding.values():
@@ -217,8 +207,12 @@ class RabbitProducer:
         return len(self._outstanding)
 
     def close(self) -> None:
+        if self._closing:
+            return
         self.flush(CLOSE_TIMEOUT_S)
         self._closing = True
-        if self._connection.is_open:
-            self._connection.close()
-            self._pump.run_until(lambda: self._connection.is_closed, CLOSE_TIMEOUT_S)
+        if self._channel is not None and self._channel.is_open:
+            self._channel.close()
+        connection = self._connection
+        connection.release(self._on_lost)
+        self._pump.run_until(lambda: connection.users > 0 or connection.is_closed, CLOSE_TIMEOUT_S)

@@ -1,3 +1,17 @@
-"""loadgen: load generation for message brokers, OMB-compatible in and out."""
+"""loadgen: load generation for message brokers, OMB-compatible in and out.
+
+From Python::
+
+    import loadgen
+
+    result = loadgen.run("workload.yaml", loadgen.driver("kafka", commonConfig=..., ...))
+    loadgen.assert_slo(result, e2e_p99_ms=5, min_rate=9_900)
+"""
 
 __version__ = "0.1.0"
+
+from loadgen.api import arun, driver, run, workload
+from loadgen.result import Latency, Result
+from loadgen.slo import assert_slo
+
+__all__ = ["Latency", "Result", "__version__", "arun", "assert_slo", "driver", "run", "workload"]

@@ -99,6 +99,8 @@ class RunAborted(LoadgenError):
     def __init__(self, reason: str, detail: str, result_path: str | None = None) -> None:
         self.reason = reason
         self.result_path = result_path
+        self.partial: object = None
+        """The Python API's :class:`loadgen.result.Result` of what was measured, if any."""
         self.exit_code = 130 if reason == "interrupted" else 1
         where = f"; partial result written to {result_path}" if result_path else ""
         super().__init__(f"run {reason}: {detail}{where}")

@@ -30,16 +30,16 @@ class RunReport:
     outcome: RunOutcome
 
 
-def run_one(
+def execute(
     workload: Workload,
     workload_path: Path | None,
     spec: DriverSpec,
-    out_dir: Path,
     options: RunOptions,
-) -> RunReport:
-    """Run ``workload`` against ``spec`` and write the result; raise RunAborted if cut short.
+) -> tuple[str, dict[str, Any], RunOutcome]:
+    """Run ``workload`` against ``spec``: its name, the result document, the raw outcome.
 
-    The result file is written before RunAborted is raised, so nothing measured is lost.
+    Never raises for a run cut short: the outcome says ``incomplete`` and the document has
+    everything measured until then.
     """
     payloads = build_payloads(workload, workload_path)
     driver = open_driver(spec)
@@ -64,9 +64,28 @@ def run_one(
         incomplete=outcome.incomplete,
         stop_reason=outcome.stop_reason,
     )
+    return name, result, outcome
+
+
+def result_path(out_dir: Path, name: str, spec: DriverSpec, outcome: RunOutcome) -> Path:
+    """Where a run's result goes: OMB's ``<workload>-<driver>-<UTC time>.json`` in ``out_dir``."""
     started = datetime.fromtimestamp(outcome.started_ms / 1000, UTC)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{result_stem(name, spec.name, started)}.json"
+    return out_dir / f"{result_stem(name, spec.name, started)}.json"
+
+
+def run_one(
+    workload: Workload,
+    workload_path: Path | None,
+    spec: DriverSpec,
+    out_dir: Path,
+    options: RunOptions,
+) -> RunReport:
+    """Run ``workload`` against ``spec`` and write the result; raise RunAborted if cut short.
+
+    The result file is written before RunAborted is raised, so nothing measured is lost.
+    """
+    name, result, outcome = execute(workload, workload_path, spec, options)
+    path = result_path(out_dir, name, spec, outcome)
     write_json_atomic(path, result)
     if outcome.incomplete:
         raise RunAborted(outcome.stop_reason or "error", outcome.stop_detail, str(path))

@@ -1,42 +1,27 @@
-"""Real brokers on free loopback ports, one of each for the whole integration session.
+"""Driver specs for the brokers of loadgen's pytest plugin, and the shared tailing workload.
 
-A broker whose software is missing skips its tests (fails them under LOADGEN_REQUIRE_BROKERS=1).
+The brokers themselves (``kafka_broker``, ``rabbitmq_broker``) come from the plugin
+(``loadgen.testing.pytest_plugin``), the same fixtures a user's suite gets.
 """
 
 import pytest
 
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.testing.rabbitmq import INSTALL_HINT, rabbitmq_installed, start_rabbitmq
-from loadgen.testing.require import unavailable
-from loadgen.testing.tansu import start_tansu
 
 
 @pytest.fixture(scope="session")
-def tansu(tmp_path_factory):
-    broker = start_tansu(log_dir=tmp_path_factory.mktemp("tansu"))
-    yield broker
-    broker.stop()
+def kafka_spec(kafka_broker):
+    return DriverSpec(name="Kafka", kind="kafka", config=kafka_broker.driver_config, source="tansu")
 
 
 @pytest.fixture(scope="session")
-def kafka_spec(tansu):
-    return DriverSpec(name="Kafka", kind="kafka", config=tansu.driver_config, source="tansu")
-
-
-@pytest.fixture(scope="session")
-def rabbitmq():
-    if not rabbitmq_installed():
-        unavailable(f"rabbitmq-server is not installed ({INSTALL_HINT})")
-    broker = start_rabbitmq()
-    yield broker
-    broker.stop()
-
-
-@pytest.fixture(scope="session")
-def rabbitmq_spec(rabbitmq):
+def rabbitmq_spec(rabbitmq_broker):
     return DriverSpec(
-        name="RabbitMQ", kind="rabbitmq", config=rabbitmq.driver_config, source="local rabbitmq"
+        name="RabbitMQ",
+        kind="rabbitmq",
+        config=rabbitmq_broker.driver_config,
+        source="local rabbitmq",
     )
 
 

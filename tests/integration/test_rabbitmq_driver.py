@@ -41,9 +41,11 @@ def driver(rabbitmq_spec):
         each.close()
 
 
-def queue_depths(rabbitmq, names):
+def queue_depths(rabbitmq_broker, names):
     """Messages ready in each queue, as the broker reports them (passive declare)."""
-    connection = pika.BlockingConnection(pika.URLParameters(rabbitmq.driver_config["amqpUris"][0]))
+    connection = pika.BlockingConnection(
+        pika.URLParameters(rabbitmq_broker.driver_config["amqpUris"][0])
+    )
     try:
         channel = connection.channel()
         return {
@@ -62,7 +64,7 @@ def send_all(producer, keys):
     return outcomes
 
 
-def test_sixteen_partitions_get_an_even_share_without_keys(driver, rabbitmq, topic_name):
+def test_sixteen_partitions_get_an_even_share_without_keys(driver, rabbitmq_broker, topic_name):
     rmq = driver()
     rmq.create_topics([TopicSpec(topic_name, 16)])
     received = []
@@ -71,7 +73,7 @@ def test_sixteen_partitions_get_an_even_share_without_keys(driver, rabbitmq, top
     producer = rmq.create_producer(topic_name)
     errors = send_all(producer, [None] * 1600)
     assert errors == [None] * 1600
-    depths = queue_depths(rabbitmq, queue_names(topic_name, "sub", 16))
+    depths = queue_depths(rabbitmq_broker, queue_names(topic_name, "sub", 16))
     assert sorted(depths.values()) == [100] * 16
     assert received == []  # paused at the broker: nothing was delivered
     consumer.resume()
@@ -84,7 +86,7 @@ def test_sixteen_partitions_get_an_even_share_without_keys(driver, rabbitmq, top
     rmq.delete_topics([topic_name])
 
 
-def test_keyed_messages_go_to_the_partition_of_their_key(driver, rabbitmq, topic_name):
+def test_keyed_messages_go_to_the_partition_of_their_key(driver, rabbitmq_broker, topic_name):
     rmq = driver()
     rmq.create_topics([TopicSpec(topic_name, 16)])
     rmq.create_consumer(topic_name, "sub", lambda *_: None).pause()
@@ -94,7 +96,7 @@ def test_keyed_messages_go_to_the_partition_of_their_key(driver, rabbitmq, topic
     expected = [0] * 16
     for key in keys:
         expected[key_partition(key, 16)] += 1
-    depths = queue_depths(rabbitmq, queue_names(topic_name, "sub", 16))
+    depths = queue_depths(rabbitmq_broker, queue_names(topic_name, "sub", 16))
     assert list(depths.values()) == expected
     assert min(expected) > 3200 / 16 * 0.6  # and the spread is fair
     producer.close()
@@ -130,10 +132,12 @@ def test_unroutable_messages_come_back_as_errors(driver, topic_name):
     rmq.delete_topics([topic_name])
 
 
-def test_nacked_messages_are_errors(driver, rabbitmq, topic_name):
+def test_nacked_messages_are_errors(driver, rabbitmq_broker, topic_name):
     rmq = driver()
     rmq.create_topics([TopicSpec(topic_name, 1)])
-    connection = pika.BlockingConnection(pika.URLParameters(rabbitmq.driver_config["amqpUris"][0]))
+    connection = pika.BlockingConnection(
+        pika.URLParameters(rabbitmq_broker.driver_config["amqpUris"][0])
+    )
     channel = connection.channel()
     full_after_ten = {"x-max-length": 10, "x-overflow": "reject-publish"}
     channel.queue_declare(f"{topic_name}-capped", arguments=full_after_ten)
@@ -149,26 +153,34 @@ def test_nacked_messages_are_errors(driver, rabbitmq, topic_name):
     rmq.delete_topics([topic_name])
 
 
-def test_quorum_queues_and_persistent_messages_reach_the_broker(driver, rabbitmq, topic_name):
+def test_quorum_queues_and_persistent_messages_reach_the_broker(
+    driver, rabbitmq_broker, topic_name
+):
     rmq = driver(queueType="QUORUM", messagePersistence=True)
     rmq.create_topics([TopicSpec(topic_name, 2)])
     rmq.create_consumer(topic_name, "sub", lambda *_: None).pause()
     producer = rmq.create_producer(topic_name)
     assert send_all(producer, [None] * 4) == [None] * 4
     listing = json.loads(
-        rabbitmqctl(rabbitmq, "list_queues", "name", "type", "durable", "--formatter", "json")
+        rabbitmqctl(
+            rabbitmq_broker, "list_queues", "name", "type", "durable", "--formatter", "json"
+        )
     )
     ours = {q["name"]: q for q in listing if q["name"].startswith(topic_name)}
     assert set(ours) == set(queue_names(topic_name, "sub", 2))
     assert all(q["type"] == "quorum" and q["durable"] for q in ours.values())
-    connection = pika.BlockingConnection(pika.URLParameters(rabbitmq.driver_config["amqpUris"][0]))
+    connection = pika.BlockingConnection(
+        pika.URLParameters(rabbitmq_broker.driver_config["amqpUris"][0])
+    )
     _, properties, _ = connection.channel().basic_get(queue_names(topic_name, "sub", 2)[0])
     assert properties.delivery_mode == 2
     assert isinstance(properties.headers["lg-send-ns"], int)
     connection.close()
     producer.close()
     rmq.delete_topics([topic_name])
-    remaining = json.loads(rabbitmqctl(rabbitmq, "list_queues", "name", "--formatter", "json"))
+    remaining = json.loads(
+        rabbitmqctl(rabbitmq_broker, "list_queues", "name", "--formatter", "json")
+    )
     assert not [q for q in remaining if q["name"].startswith(topic_name)]
 
 
@@ -184,26 +196,28 @@ def test_a_closed_port_fails_fast_naming_the_uri_without_its_password(rabbitmq_s
     assert "s3cret" not in message
 
 
-def test_bad_credentials_fail_fast_naming_the_uri_without_its_password(rabbitmq, rabbitmq_spec):
-    uri = f"amqp://guest:wr0ng@{rabbitmq.address}/%2F"
+def test_bad_credentials_fail_fast_naming_the_uri_without_its_password(
+    rabbitmq_broker, rabbitmq_spec
+):
+    uri = f"amqp://guest:wr0ng@{rabbitmq_broker.address}/%2F"
     rmq = driver_for(rabbitmq_spec, amqpUris=[uri])
     started = time.monotonic()
     with pytest.raises(DriverError) as caught:
         rmq.check_reachable(10)
     assert time.monotonic() - started < 15
     message = str(caught.value)
-    assert f"guest:***@{rabbitmq.address}" in message
+    assert f"guest:***@{rabbitmq_broker.address}" in message
     assert "credentials" in message
     assert "wr0ng" not in message
 
 
-def connection_channels(rabbitmq):
-    listing = rabbitmqctl(rabbitmq, "list_connections", "channels", "--formatter", "json")
+def connection_channels(rabbitmq_broker):
+    listing = rabbitmqctl(rabbitmq_broker, "list_connections", "channels", "--formatter", "json")
     return sorted(c["channels"] for c in json.loads(listing or "[]"))
 
 
-def test_clients_share_connections_one_channel_each(driver, rabbitmq, topic_name):
-    before = connection_channels(rabbitmq)
+def test_clients_share_connections_one_channel_each(driver, rabbitmq_broker, topic_name):
+    before = connection_channels(rabbitmq_broker)
     rmq = driver(producersPerConnection=4, consumersPerConnection=3)
     rmq.create_topics([TopicSpec(topic_name, 4)])
     received = []
@@ -212,7 +226,7 @@ def test_clients_share_connections_one_channel_each(driver, rabbitmq, topic_name
         for i in range(3)
     ]
     producers = [rmq.create_producer(topic_name) for _ in range(4)]
-    assert connection_channels(rabbitmq) == sorted([*before, 3, 4])
+    assert connection_channels(rabbitmq_broker) == sorted([*before, 3, 4])
     for producer in producers:
         assert send_all(producer, [None] * 100) == [None] * 100
     deadline = time.monotonic() + 10
@@ -223,18 +237,20 @@ def test_clients_share_connections_one_channel_each(driver, rabbitmq, topic_name
         client.close()
     rmq.delete_topics([topic_name])
     deadline = time.monotonic() + 5
-    while connection_channels(rabbitmq) != before:
+    while connection_channels(rabbitmq_broker) != before:
         assert time.monotonic() < deadline, "closing every client must close its connections"
         time.sleep(0.1)
 
 
-def test_a_connection_closed_by_the_broker_fails_the_producer_loudly(driver, rabbitmq, topic_name):
+def test_a_connection_closed_by_the_broker_fails_the_producer_loudly(
+    driver, rabbitmq_broker, topic_name
+):
     rmq = driver()
     rmq.create_topics([TopicSpec(topic_name, 1)])
     rmq.create_consumer(topic_name, "sub", lambda *_: None)
     producer = rmq.create_producer(topic_name)
     assert send_all(producer, [None] * 10) == [None] * 10
-    rabbitmqctl(rabbitmq, "close_all_connections", "closed by the test")
+    rabbitmqctl(rabbitmq_broker, "close_all_connections", "closed by the test")
     deadline = time.monotonic() + 10
     while producer.failure is None and time.monotonic() < deadline:
         producer.poll(0.05)

@@ -53,14 +53,16 @@ def test_result_is_readable_by_omb_create_charts(one_minute_run, tmp_path):
     assert json.loads(one_minute_run.path.read_text())["driver"] == "Kafka"
 
 
-def topics_on(tansu):
+def topics_on(broker):
     from confluent_kafka.admin import AdminClient
 
-    return set(AdminClient({"bootstrap.servers": tansu.address}).list_topics(timeout=10).topics)
+    return set(AdminClient({"bootstrap.servers": broker.address}).list_topics(timeout=10).topics)
 
 
 @pytest.mark.parametrize("keep", [False, True])
-def test_topics_are_deleted_after_the_run_unless_kept(kafka_spec, tansu, tailing, tmp_path, keep):
+def test_topics_are_deleted_after_the_run_unless_kept(
+    kafka_spec, kafka_broker, tailing, tmp_path, keep
+):
     report = run_one(
         tailing(500, partitions=2),
         None,
@@ -70,4 +72,4 @@ def test_topics_are_deleted_after_the_run_unless_kept(kafka_spec, tansu, tailing
     )
     created = set(report.outcome.topics)
     assert len(created) == 1
-    assert (created <= topics_on(tansu)) is keep
+    assert (created <= topics_on(kafka_broker)) is keep

@@ -33,9 +33,11 @@ def test_one_minute_at_5k_receives_every_message_sent(one_minute_run):
     assert result["aggregatedPublishLatency99pct"] > 0
 
 
-def test_the_run_leaves_no_exchange_or_queue_behind(one_minute_run, rabbitmq):
+def test_the_run_leaves_no_exchange_or_queue_behind(one_minute_run, rabbitmq_broker):
     topic = one_minute_run.outcome.topics[0]
-    queues = json.loads(rabbitmqctl(rabbitmq, "list_queues", "name", "--formatter", "json"))
-    exchanges = json.loads(rabbitmqctl(rabbitmq, "list_exchanges", "name", "--formatter", "json"))
+    queues = json.loads(rabbitmqctl(rabbitmq_broker, "list_queues", "name", "--formatter", "json"))
+    exchanges = json.loads(
+        rabbitmqctl(rabbitmq_broker, "list_exchanges", "name", "--formatter", "json")
+    )
     assert not [q for q in queues if q["name"].startswith(topic)]
     assert topic not in {e["name"] for e in exchanges}

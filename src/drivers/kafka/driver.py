@@ -73,7 +73,13 @@ class KafkaProducer:
                     return
 
     def poll(self, timeout_s: float = 0.0) -> None:
-        self._producer.poll(timeout_s)
+        """librdkafka waits in whole milliseconds (0.4 ms would not wait at all): wait those in
+        ``poll``, then sleep the sub-millisecond rest unless a delivery report came first."""
+        deadline = time.perf_counter() + timeout_s
+        served = self._producer.poll(int(timeout_s * 1000) / 1000)
+        rest = deadline - time.perf_counter()
+        if not served and rest > 0:
+            time.sleep(rest)
 
     def flush(self, timeout_s: float) -> int:
         return self._producer.flush(timeout_s)

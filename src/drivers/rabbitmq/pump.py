@@ -12,6 +12,7 @@ selector once with a zero timeout, runs the callbacks that became ready, and ret
 from __future__ import annotations
 
 import asyncio
+import selectors
 from collections.abc import Callable
 from time import monotonic, perf_counter_ns, sleep
 
@@ -22,7 +23,9 @@ WAIT_SLICE_S = 0.05
 
 class Pump:
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        # select() waits to the microsecond; epoll rounds a 0.4 ms wait up to 1 ms, which would
+        # make every wait between two sends overshoot the next intended send time
+        self.loop = asyncio.SelectorEventLoop(selectors.SelectSelector())
         self._last_step_ns = 0
         self._waiting = False
         self._woken = False

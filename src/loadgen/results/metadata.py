@@ -87,6 +87,7 @@ def run_metadata(
             "unacknowledged": outcome.pending_acks,
             "undelivered": outcome.undelivered,
         },
+        "phaseSeconds": {phase: round(t, 3) for phase, t in outcome.phase_seconds.items()},
         "stopDetail": outcome.stop_detail or None,
         "workers": ["local"],
         "clockOffsetsMs": {"local": 0.0},

@@ -56,6 +56,21 @@ class RunOutcome:
     pending_acks: int = 0
     drain_seconds: float = 0.0
     undelivered: int = 0
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time of each lifecycle phase that ran (``topics``, ``probe``, ``measure``...)."""
+
+
+class _PhaseClock:
+    """Charges the time since the previous mark to the phase that just ended."""
+
+    def __init__(self, into: dict[str, float]) -> None:
+        self._into = into
+        self._last = time.monotonic()
+
+    def mark(self, phase: str) -> None:
+        now = time.monotonic()
+        self._into[phase] = self._into.get(phase, 0.0) + now - self._last
+        self._last = now
 
 
 def _now_ms() -> int:
@@ -145,26 +160,35 @@ def run_tailing(
     outcome = RunOutcome(started_ms=_now_ms())
     measurement = _Measurement(worker, workload, options)
     phase_is_warmup = True
+    clock = _PhaseClock(outcome.phase_seconds)
     try:
         driver.check_reachable(options.reachable_timeout_s)
+        clock.mark("connect")
         outcome.topics = worker.create_topics(workload.topics, workload.partitions_per_topic)
+        clock.mark("topics")
         worker.create_consumers(
             workload.subscriptions_per_topic, workload.consumer_per_subscription
         )
+        clock.mark("consumers")
         worker.create_producers(workload.producers_per_topic)
+        clock.mark("producers")
         if worker.has_consumers:
             worker.probe(
                 workload.topics * workload.subscriptions_per_topic, options.probe_timeout_s
             )
+            clock.mark("probe")
         warmup_s = workload.warmup_duration_s if options.warmup_s is None else options.warmup_s
         duration_s = workload.test_duration_s if options.duration_s is None else options.duration_s
         worker.start_load(workload.producer_rate, payloads, workload.key_distributor)
         measurement.interval_start_ms = _now_ms()
         if warmup_s > 0:
             measurement.run_phase(warmup_s, warmup=True)
+            clock.mark("warmup")
         phase_is_warmup = False
         measurement.run_phase(duration_s, warmup=False)
+        clock.mark("measure")
         _finish(worker, measurement, workload, options, outcome)
+        clock.mark("drain")
     except KeyboardInterrupt:
         _cut_short(
             worker, measurement, outcome, "interrupted", "stopped by the user", phase_is_warmup
@@ -178,6 +202,7 @@ def run_tailing(
             worker.close(delete_topics=not options.keep_topics)
         except KeyboardInterrupt:  # a second Ctrl-C must not cost the result
             log.warning("teardown interrupted; topics %s may remain", outcome.topics)
+        clock.mark("teardown")
         outcome.intervals = measurement.intervals
         outcome.totals = worker.totals
         outcome.ended_ms = _now_ms()

@@ -1,0 +1,133 @@
+"""loadgen from Python: build a workload and a driver config, run it, get a :class:`Result`.
+
+The same validation as the YAML files (a bad field is a :class:`~loadgen.errors.ConfigError`
+naming it and what is allowed), the same engine and the same result document as ``loadgen run``;
+nothing is printed and nothing is written unless :meth:`Result.save` is called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from loadgen.driver import load_driver_class
+from loadgen.errors import ConfigError, RunAborted
+from loadgen.result import Result, build_result
+from loadgen.runner import execute
+from loadgen.scenarios.tailing import RunOptions
+from loadgen.spec import (
+    DriverSpec,
+    Workload,
+    load_driver_spec,
+    load_workload,
+    parse_duration,
+    parse_model,
+)
+from loadgen.stats import IntervalStats
+from loadgen.testing.process import LocalBroker
+
+PYTHON_SOURCE = "<python>"
+Duration = float | str
+"""Seconds, or a duration text as on the command line: ``"5s"``, ``"1m30s"``."""
+
+
+def workload(**fields: Any) -> Workload:
+    """A workload from OMB's field names (``producerRate=``) or the snake_case ones."""
+    return parse_model(Workload, fields, file=PYTHON_SOURCE)
+
+
+def driver(kind: str, name: str | None = None, **config: Any) -> DriverSpec:
+    """A driver config (the fields of that driver's YAML), checked by the driver itself."""
+    spec = DriverSpec(name=name or kind, kind=kind, config=config, source=PYTHON_SOURCE)
+    validate = getattr(load_driver_class(spec), "validate_config", None)
+    if validate is not None:
+        validate(spec)
+    return spec
+
+
+def _as_workload(value: Workload | Mapping[str, Any] | str | Path) -> tuple[Workload, Path | None]:
+    if isinstance(value, Workload):
+        return value, None
+    if isinstance(value, Mapping):
+        return workload(**value), None
+    return load_workload(value), Path(value)
+
+
+def _as_driver(value: DriverSpec | LocalBroker | str | Path) -> DriverSpec:
+    if isinstance(value, DriverSpec):
+        return value
+    if isinstance(value, LocalBroker):
+        return driver(value.kind, name=f"{value.kind} at {value.address}", **value.driver_config)
+    return load_driver_spec(value)
+
+
+def _seconds(value: Duration | None, option: str) -> float | None:
+    if value is None or isinstance(value, int | float):
+        return value
+    return parse_duration(value, option=option)
+
+
+def run(
+    workload: Workload | Mapping[str, Any] | str | Path,
+    driver: DriverSpec | LocalBroker | str | Path,
+    *,
+    duration: Duration | None = None,
+    warmup: Duration | None = None,
+    stats_interval: Duration = 1.0,
+    keep_topics: bool = False,
+    on_interval: Callable[[IntervalStats, int], None] | None = None,
+) -> Result:
+    """Run one workload against one broker and return what was measured.
+
+    ``workload`` and ``driver`` may be objects built here, mappings of YAML fields, paths to
+    YAML files, or (for ``driver``) a :class:`~loadgen.testing.process.LocalBroker`.
+    ``duration``/``warmup`` override the workload's minutes. A run cut short (a broker error
+    mid-run, Ctrl-C) raises :class:`~loadgen.errors.RunAborted` whose ``partial`` attribute
+    holds the Result of what was measured.
+    """
+    chosen, path = _as_workload(workload)
+    spec = _as_driver(driver)
+    interval = _seconds(stats_interval, "stats_interval")
+    if interval is None or interval < 1:
+        raise ConfigError(
+            "the stats interval must be at least 1 s",
+            path="stats_interval",
+            value=stats_interval,
+            allowed="≥ 1 s",
+        )
+    options = RunOptions(
+        duration_s=_seconds(duration, "duration"),
+        warmup_s=_seconds(warmup, "warmup"),
+        stats_interval_s=interval,
+        keep_topics=keep_topics,
+        on_interval=on_interval,
+    )
+    name, document, outcome = execute(chosen, path, spec, options)
+    result = build_result(
+        name,
+        spec.name,
+        chosen.subscriptions_per_topic,
+        outcome.intervals,
+        document,
+        outcome.phase_seconds,
+    )
+    if outcome.incomplete:
+        aborted = RunAborted(outcome.stop_reason or "error", outcome.stop_detail)
+        aborted.partial = result
+        raise aborted
+    return result
+
+
+async def arun(
+    workload: Workload | Mapping[str, Any] | str | Path,
+    driver: DriverSpec | LocalBroker | str | Path,
+    **options: Any,
+) -> Result:
+    """:func:`run` in a worker thread, for async test suites and services.
+
+    The engine runs on threads of its own; awaiting this keeps the event loop free. Cancelling
+    the await does not stop the run early: it ends when its duration is over.
+    """
+    return await asyncio.to_thread(run, workload, driver, **options)

@@ -1,0 +1,108 @@
+"""The Python API on the in-process memory broker: build, run, inspect, save, assert."""
+
+import asyncio
+import dataclasses
+import json
+
+import pytest
+
+import loadgen
+from loadgen.errors import ConfigError
+
+MEMORY = loadgen.driver("memory")
+STREAM = {
+    "name": "api stream",
+    "topics": 1,
+    "partitionsPerTopic": 2,
+    "messageSize": 100,
+    "subscriptionsPerTopic": 1,
+    "consumerPerSubscription": 1,
+    "producersPerTopic": 1,
+    "producerRate": 2000,
+    "testDurationMinutes": 1,
+}
+
+
+@pytest.fixture(scope="module")
+def result():
+    return loadgen.run(STREAM, MEMORY, duration="2s", warmup=0)
+
+
+def test_a_run_reports_counts_rates_and_latencies(result):
+    assert result.sent == result.received > 3900
+    assert (result.errors, result.missing, result.incomplete) == (0, 0, False)
+    assert result.publish_rate == pytest.approx(2000, rel=0.02)
+    assert result.e2e.count == result.received - 1  # the readiness probe is not measured
+    assert 0 < result.e2e.p50_ms <= result.e2e.p99_ms <= result.e2e.p999_ms <= result.e2e.max_ms
+    assert set(result.phase_seconds) >= {"connect", "topics", "probe", "measure", "drain"}
+
+
+def test_latencies_are_the_numbers_of_the_result_document(result):
+    document = result.document
+    assert result.e2e.p99_ms == document["aggregatedEndToEndLatency99pct"]
+    assert result.publish.percentile(99.9) == document["aggregatedPublishLatency999pct"]
+    assert result.e2e.max_ms == document["aggregatedEndToEndLatencyMax"]
+
+
+def test_save_writes_the_document_the_cli_writes(result, tmp_path):
+    path = result.save(tmp_path / "deep" / "result.json")
+    assert json.loads(path.read_text()) == json.loads(json.dumps(result.document))
+    assert result.document["driver"] == "memory" and result.document["workload"] == "api stream"
+
+
+def test_the_table_shows_every_metric(result):
+    table = result.table()
+    for row in ("publish", "publish delay", "publish from intended", "end-to-end"):
+        assert f"\n{row} " in table
+    assert "p99.9" in table and "sent 4," in table
+
+
+def test_arun_returns_the_same_kind_of_result():
+    async def main():
+        return await loadgen.arun(STREAM, MEMORY, duration=1, warmup=0)
+
+    outcome = asyncio.run(main())
+    assert outcome.sent == outcome.received > 0
+
+
+def test_workload_fields_are_validated_like_the_yaml():
+    with pytest.raises(ConfigError) as caught:
+        loadgen.workload(**{**STREAM, "producerRate": "fast"})
+    assert caught.value.path == "producerRate" and caught.value.file == "<python>"
+    with pytest.raises(ConfigError, match="did you mean 'messageSize'"):
+        loadgen.workload(**{**STREAM, "messageSise": 10})
+    assert loadgen.workload(**STREAM).producer_rate == 2000
+
+
+def test_driver_fields_are_checked_by_the_driver():
+    with pytest.raises(ConfigError, match="did you mean 'queueType'"):
+        loadgen.driver("rabbitmq", amqpUris=["amqp://h"], queueTyp="QUORUM")
+    with pytest.raises(ConfigError) as caught:
+        loadgen.driver("kafak")
+    assert "kafka" in caught.value.allowed
+
+
+def test_short_stats_intervals_are_refused():
+    with pytest.raises(ConfigError, match="at least 1 s"):
+        loadgen.run(STREAM, MEMORY, duration=1, stats_interval="500ms")
+
+
+def test_assert_slo_passes_quietly_when_met(result):
+    loadgen.assert_slo(result, e2e_p99_ms=1000, publish_p99_ms=1000, min_rate=1900)
+
+
+def test_assert_slo_names_every_missed_limit_and_shows_the_table(result):
+    with pytest.raises(AssertionError) as caught:
+        loadgen.assert_slo(result, e2e_p99_ms=0.000001, min_rate=1e9)
+    message = str(caught.value)
+    assert "e2e p99" in message and "> 1e-06 ms" in message
+    assert "publish rate" in message and "< 1,000,000,000 msg/s" in message
+    assert result.table() in message
+
+
+def test_assert_slo_fails_a_lossy_or_erroring_run_by_default(result):
+    lossy = dataclasses.replace(result, errors=3, missing=7)
+    with pytest.raises(AssertionError, match="3 send errors") as caught:
+        loadgen.assert_slo(lossy)
+    assert "7 messages never received" in str(caught.value)
+    loadgen.assert_slo(lossy, max_errors=3, max_missing=7)

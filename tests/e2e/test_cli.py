@@ -202,3 +202,17 @@ def test_validate_exits_2_at_the_first_bad_file(tiny, tmp_path):
     done = loadgen("validate", str(tiny), str(bad), cwd=tmp_path)
     assert done.returncode == 2
     assert "ok" in done.stdout and "bad.yaml: messageSize: expected an integer" in done.stderr
+
+
+def test_an_unreachable_rabbitmq_exits_3_naming_the_uri_without_its_password(tiny, tmp_path):
+    dead = tmp_path / "dead-rabbitmq.yaml"
+    dead.write_text(
+        f"name: Dead\ndriver: rabbitmq\namqpUris: ['amqp://guest:s3cret@127.0.0.1:{free_port()}']\n"
+    )
+    started = time.monotonic()
+    done = loadgen("run", "-d", str(dead), str(tiny), cwd=tmp_path)
+    assert time.monotonic() - started < 15
+    assert done.returncode == 3, done.stderr
+    assert "rabbitmq broker unreachable at amqp://guest:***@127.0.0.1:" in done.stderr
+    assert "s3cret" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr

@@ -260,3 +260,23 @@ def test_a_connection_closed_by_the_broker_fails_the_producer_loudly(
     assert errors == [producer.failure]
     producer.close()
     rmq.delete_topics([topic_name])
+
+
+def test_stream_queues_work_with_manual_acks_and_a_prefetch(driver, rabbitmq_broker, topic_name):
+    rmq = driver(queueType="STREAM", prefetch=100)
+    rmq.create_topics([TopicSpec(topic_name, 2)])
+    received = []
+    consumer = rmq.create_consumer(topic_name, "sub", lambda payload, sent: received.append(sent))
+    producer = rmq.create_producer(topic_name)
+    assert send_all(producer, [None] * 300) == [None] * 300
+    deadline = time.monotonic() + 10
+    while len(received) < 300 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(received) == 300
+    listing = json.loads(
+        rabbitmqctl(rabbitmq_broker, "list_queues", "name", "type", "--formatter", "json")
+    )
+    assert {q["type"] for q in listing if q["name"].startswith(topic_name)} == {"stream"}
+    producer.close()
+    consumer.close()
+    rmq.delete_topics([topic_name])

@@ -14,6 +14,7 @@ from loadgen.driver import open_driver
 from loadgen.errors import RunAborted
 from loadgen.payload import build_payloads
 from loadgen.results.files import result_stem, write_json_atomic
+from loadgen.results.hlog import write_hlogs
 from loadgen.results.metadata import run_metadata
 from loadgen.results.testresult import ResultHeader, build_test_result
 from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
@@ -87,6 +88,7 @@ def run_one(
     name, result, outcome = execute(workload, workload_path, spec, options)
     path = result_path(out_dir, name, spec, outcome)
     write_json_atomic(path, result)
+    write_hlogs(path, outcome.intervals, outcome.started_ms)
     if outcome.incomplete:
         raise RunAborted(outcome.stop_reason or "error", outcome.stop_detail, str(path))
     return RunReport(path, result, outcome)

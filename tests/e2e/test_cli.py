@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.stats import METRICS
 from loadgen.testing.process import free_port, process_alive
 from loadgen.testing.rabbitmq import rabbitmq_installed
 from loadgen.testing.require import unavailable
@@ -67,6 +68,11 @@ def test_run_without_a_driver_starts_a_local_kafka_and_writes_an_omb_result(tiny
     assert result["totalMessagesReceived"] == result["totalMessagesSent"] > 5000
     assert len(result["publishRate"]) == 3
     assert "e2e" in done.stdout.lower()
+    [path] = (tmp_path / "out").glob("*.json")
+    logs = sorted(p.name for p in (tmp_path / "out").glob("*.hlog"))
+    assert logs == sorted(f"{path.stem}.{m}.hlog" for m in METRICS)
+    lines = (tmp_path / "out" / f"{path.stem}.endToEnd.hlog").read_text().splitlines()
+    assert len([line for line in lines if line[:1].isdigit()]) == 3  # one per measured interval
 
 
 def test_misspelt_workload_field_exits_2_naming_file_and_field(tiny, tmp_path):
@@ -130,6 +136,7 @@ def test_stopping_during_measurement_writes_the_partial_result_and_exits_130(
     assert result["incomplete"] is True and result["stopReason"] == "interrupted"
     assert len(result["publishRate"]) >= 2
     assert "partial result written" in stderr
+    assert len(list((tmp_path / "out").glob("*.hlog"))) == len(METRICS)  # logs of the partial run
 
 
 def test_validate_accepts_every_shipped_config():

@@ -2,14 +2,17 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
 import java.util.Base64;
+import org.HdrHistogram.EncodableHistogram;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramIterationValue;
+import org.HdrHistogram.HistogramLogReader;
 
 /**
  * Reference numbers from Java HdrHistogram for loadgen's tests.
  * "read": for each base64 V2 histogram on stdin, print total, min, max, mean, percentiles and
  * the percentiles(100) iteration. "encode": record a deterministic 12 h histogram, print it
- * base64-encoded, then its numbers as in "read".
+ * base64-encoded, then its numbers as in "read". "log FILE": for each interval of an hlog file,
+ * print its absolute start and end (ms since the epoch), then its numbers as in "read".
  */
 public class HdrCheck {
     private static final double[] PERCENTILES = {
@@ -32,6 +35,16 @@ public class HdrCheck {
             buffer.get(bytes);
             System.out.println(Base64.getEncoder().encodeToString(bytes));
             report(histogram);
+            return;
+        }
+        if (args.length > 1 && args[0].equals("log")) {
+            HistogramLogReader log = new HistogramLogReader(args[1]);
+            EncodableHistogram interval;
+            while ((interval = log.nextIntervalHistogram()) != null) {
+                System.out.println(
+                    "interval " + interval.getStartTimeStamp() + " " + interval.getEndTimeStamp());
+                report((Histogram) interval);
+            }
             return;
         }
         BufferedReader reader = new BufferedReader(new InputStreamReader(System.in));

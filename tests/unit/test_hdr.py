@@ -1,17 +1,10 @@
 """loadgen.hdr: bit-identical binning, V2 round trips, Java-equal percentiles (checked in Java)."""
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
 from loadgen import hdr
-
-JAR = Path("/usr/share/java/hdrhistogram.jar")
-JAVA_SOURCE = Path(__file__).resolve().parents[1] / "java" / "HdrCheck.java"
 
 
 def lognormal_ns(n=50_000, seed=7):
@@ -95,89 +88,24 @@ def test_percentile_rounds_up_like_java_where_hdrh_rounds_to_nearest():
     assert hdr.value_at_percentile(two, 50.0001) == 2000
 
 
-@pytest.fixture(scope="session")
-def java_classes(tmp_path_factory):
-    """HdrCheck compiled once per session into a temporary directory."""
-    build = tmp_path_factory.mktemp("java")
-    subprocess.run(["javac", "-cp", str(JAR), "-d", str(build), str(JAVA_SOURCE)], check=True)
-    return build
-
-
-def run_java(build, *args, stdin=""):
-    done = subprocess.run(
-        ["java", "-cp", f"{JAR}:{build}", "HdrCheck", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return done.stdout
-
-
-def parse_reports(text):
-    reports, current = [], None
-    for line in text.splitlines():
-        kind, _, rest = line.partition(" ")
-        if kind == "end":
-            reports.append(current)
-            current = None
-            continue
-        if current is None:
-            current = {"pct": {}, "q": {}}
-        if kind in ("total", "min", "max"):
-            current[kind] = int(rest)
-        elif kind == "mean":
-            current["mean"] = float(rest)
-        elif kind == "pct":
-            p, value = rest.split()
-            current["pct"][float(p)] = int(value)
-        elif kind == "q":
-            p, value = rest.split()
-            current["q"][float(p)] = int(value)
-    return reports
-
-
-def assert_java_equal(histogram, java):
-    assert histogram.total == java["total"]
-    assert histogram.max == java["max"]
-    assert histogram.min == java["min"]
-    assert hdr.mean(histogram) == java["mean"]
-    assert hdr.summary(histogram).min == java["min"]
-    for p, value in java["pct"].items():
-        assert hdr.value_at_percentile(histogram, p) == value, p
-    ours = {float(k): v for k, v in hdr.quantile_map(histogram).items()}
-    assert ours == java["q"]
-
-
-needs_java = pytest.mark.skipif(
-    not (JAR.exists() and shutil.which("javac") and shutil.which("java")),
-    reason="Java HdrHistogram missing: apt-get install -y libhdrhistogram-java (and a JDK)",
-)
-
-
-@needs_java
-def test_percentiles_mean_and_quantile_map_equal_java_on_the_same_histograms(java_classes):
+def test_percentiles_mean_and_quantile_map_equal_java_on_the_same_histograms(java_hdr):
     histograms = [
         hdr.record_ns("publish", lognormal_ns()),
         hdr.record_ns("publish", [2_500_000]),
         hdr.record_ns("publishDelay", np.arange(0, 3_000_000, 7)),
         hdr.record_ns("endToEnd", lognormal_ns(seed=3) * 40),
     ]
-    java = parse_reports(
-        run_java(java_classes, stdin="\n".join(hdr.encode(h) for h in histograms) + "\n")
-    )
+    java = java_hdr.reports(stdin="\n".join(hdr.encode(h) for h in histograms) + "\n")
     assert len(java) == len(histograms)
     for histogram, reference in zip(histograms, java, strict=True):
-        assert_java_equal(histogram, reference)
+        java_hdr.assert_equal(histogram, reference)
 
 
-@needs_java
-def test_histogram_encoded_by_java_decodes_to_the_same_numbers(java_classes):
-    output = run_java(java_classes, "encode")
+def test_histogram_encoded_by_java_decodes_to_the_same_numbers(java_hdr):
+    output = java_hdr.run("encode")
     blob, _, report = output.partition("\n")
-    [java] = parse_reports(report)
-    assert_java_equal(hdr.decode("endToEnd", blob), java)
+    [java] = java_hdr.parse(report)
+    java_hdr.assert_equal(hdr.decode("endToEnd", blob), java)
 
 
 def test_decoding_a_histogram_of_another_range_is_refused():

@@ -26,12 +26,16 @@ def result_stem(workload_name: str, driver_name: str, when: datetime) -> str:
 
 def write_json_atomic(path: Path, document: Any) -> None:
     """Write pretty JSON so that ``path`` holds either nothing or the whole document."""
+    write_text_atomic(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` so that ``path`` holds either nothing or all of it (temp file + rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=2, allow_nan=False)
-            out.write("\n")
+            out.write(text)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)

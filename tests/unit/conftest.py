@@ -1,0 +1,79 @@
+"""Java HdrHistogram as the reference our histograms, percentiles and logs are checked against."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from loadgen import hdr
+
+JAR = Path("/usr/share/java/hdrhistogram.jar")
+JAVA_SOURCE = Path(__file__).resolve().parents[1] / "java" / "HdrCheck.java"
+
+
+class JavaHdr:
+    """Runs tests/java/HdrCheck.java (compiled once) and reads its reports."""
+
+    def __init__(self, build: Path) -> None:
+        self.build = build
+
+    def run(self, *args: str, stdin: str = "") -> str:
+        done = subprocess.run(
+            ["java", "-cp", f"{JAR}:{self.build}", "HdrCheck", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        return done.stdout
+
+    def reports(self, *args: str, stdin: str = "") -> list[dict]:
+        return self.parse(self.run(*args, stdin=stdin))
+
+    @staticmethod
+    def parse(text: str) -> list[dict]:
+        reports, current = [], None
+        for line in text.splitlines():
+            kind, _, rest = line.partition(" ")
+            if kind == "end":
+                reports.append(current)
+                current = None
+                continue
+            if current is None:
+                current = {"pct": {}, "q": {}}
+            if kind == "interval":
+                current["interval"] = tuple(int(part) for part in rest.split())
+            elif kind in ("total", "min", "max"):
+                current[kind] = int(rest)
+            elif kind == "mean":
+                current["mean"] = float(rest)
+            elif kind in ("pct", "q"):
+                p, value = rest.split()
+                current[kind][float(p)] = int(value)
+        return reports
+
+    @staticmethod
+    def assert_equal(histogram: hdr.Histogram, java: dict) -> None:
+        assert histogram.total == java["total"]
+        assert histogram.max == java["max"]
+        assert histogram.min == java["min"]
+        assert hdr.mean(histogram) == java["mean"]
+        assert hdr.summary(histogram).min == java["min"]
+        for p, value in java["pct"].items():
+            assert hdr.value_at_percentile(histogram, p) == value, p
+        ours = {float(k): v for k, v in hdr.quantile_map(histogram).items()}
+        assert ours == java["q"]
+
+
+@pytest.fixture(scope="session")
+def java_hdr(tmp_path_factory):
+    """HdrCheck compiled once per session into a temporary directory; skips without Java."""
+    if not (JAR.exists() and shutil.which("javac") and shutil.which("java")):
+        pytest.skip(
+            "Java HdrHistogram missing: apt-get install -y libhdrhistogram-java (and a JDK)"
+        )
+    build = tmp_path_factory.mktemp("java")
+    subprocess.run(["javac", "-cp", str(JAR), "-d", str(build), str(JAVA_SOURCE)], check=True)
+    return JavaHdr(build)

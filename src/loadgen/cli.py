@@ -206,6 +206,32 @@ def validate(files: tuple[Path, ...], lenient: bool) -> None:
 
 
 @cli.command()
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option(
+    "--max-regression",
+    default="10%",
+    show_default=True,
+    help="How much worse a metric may get before it counts as a regression.",
+)
+def compare(baseline: Path, new: Path, max_regression: str) -> None:
+    """Compare a result with a baseline; exit 1 when a metric regressed."""
+    from loadgen.results import compare as comparing
+
+    allowed = comparing.parse_fraction(max_regression)
+    before, after = comparing.load_result(baseline), comparing.load_result(new)
+    click.echo(f"baseline: {comparing.describe(before)}\nnew:      {comparing.describe(after)}")
+    if comparing.describe(before) != comparing.describe(after):
+        click.echo("note: the two results come from different workloads or drivers", err=True)
+    rows = comparing.compare(before, after)
+    click.echo(comparing.format_table(rows, allowed))
+    regressed = [row.metric for row in rows if row.regressed(allowed)]
+    if regressed:
+        click.echo(f"regression beyond {max_regression}: {', '.join(regressed)}", err=True)
+        sys.exit(1)
+
+
+@cli.command()
 @click.argument("action", type=click.Choice(["up", "down", "status"]))
 @click.argument("kind", default="kafka")
 @click.option("--port", type=int, default=None, help="Port for `up` (default: the broker's usual).")

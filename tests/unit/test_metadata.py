@@ -15,3 +15,31 @@ def test_secret_keys_and_uri_userinfo_are_redacted_in_mappings_and_properties_te
     assert "bootstrap.servers=b:9092" in redacted["commonConfig"]
     assert redacted["amqpUris"] == ["amqp://<redacted>@host:5672/vhost"]
     assert redacted["authentication"]["plugin"] == "p"
+
+
+def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):
+    import os
+    from importlib.metadata import version
+
+    import loadgen
+
+    result = loadgen.run(
+        {
+            "topics": 1,
+            "partitionsPerTopic": 1,
+            "messageSize": 10,
+            "subscriptionsPerTopic": 1,
+            "consumerPerSubscription": 1,
+            "producersPerTopic": 1,
+            "producerRate": 100,
+            "testDurationMinutes": 1,
+        },
+        loadgen.driver("memory"),
+        duration=1,
+        warmup=0,
+    )
+    run = result.document["run"]
+    assert run["clientVersions"]["confluent-kafka"] == version("confluent-kafka")
+    assert run["clientVersions"]["pika"] == version("pika")
+    assert run["cpuCount"] == os.cpu_count()
+    assert run["loadgenVersion"] == loadgen.__version__

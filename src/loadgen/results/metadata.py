@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
 from dataclasses import asdict
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,19 @@ from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 
 SECRET_MARKERS = ("password", "secret", "token", "credential", "sasl.jaas", "private")
+CLIENT_DISTRIBUTIONS = ("confluent-kafka", "pika", "pulsar-client", "pravega", "hdrhistogram")
+"""Broker clients (and the histogram library) whose versions explain a result's numbers."""
+
+
+def client_versions() -> dict[str, str]:
+    """Installed versions of :data:`CLIENT_DISTRIBUTIONS`; absent ones are left out."""
+    found = {}
+    for name in CLIENT_DISTRIBUTIONS:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
 
 
 def redact(value: Any) -> Any:
@@ -73,7 +88,9 @@ def run_metadata(
     return {
         "loadgenVersion": loadgen.__version__,
         "pythonVersion": platform.python_version(),
+        "clientVersions": client_versions(),
         "host": socket.gethostname(),
+        "cpuCount": os.cpu_count(),
         "platform": platform.platform(),
         "gitSha": _git_sha(),
         "startedAt": datetime.fromtimestamp(outcome.started_ms / 1000, UTC).isoformat(),

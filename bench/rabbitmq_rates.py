@@ -22,6 +22,7 @@ from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stats import measured_intervals, sent_per_second
 from loadgen.testing.rabbitmq import start_rabbitmq
 
 
@@ -81,8 +82,7 @@ def main() -> None:
             broker_cpu = (broker_cpu_seconds(broker.pid) - broker0) / wall
             own_cpu = (own_cpu_seconds() - own0) / wall
             r = report.result
-            measured = [s for s in report.outcome.intervals if not s.warmup]
-            held = sum(s.sent for s in measured) / sum(s.seconds for s in measured)
+            held = sent_per_second(measured_intervals(report.outcome.intervals))
             print(
                 f"| {rate:,} | {held:,.0f} "
                 f"| {r['aggregatedPublishLatency50pct']:.2f} / "

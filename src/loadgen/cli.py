@@ -18,7 +18,7 @@ from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload, load_driver_spec, load_workload, parse_duration, validate_file
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import IntervalStats, merge_all
+from loadgen.stats import IntervalStats, measured_intervals, merge_all
 
 log = logging.getLogger("loadgen")
 
@@ -184,7 +184,7 @@ def _run_and_print(
     except RunAborted as aborted:
         _print_summary(aborted.result_path)
         raise
-    measured = [s for s in report.outcome.intervals if not s.warmup]
+    measured = measured_intervals(report.outcome.intervals)
     if measured:
         click.echo(format_aggregate(merge_all(measured)))
     _print_summary(str(report.path))

@@ -19,7 +19,9 @@ from loadgen.stats import (
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
     IntervalStats,
+    measured_intervals,
     merge_all,
+    sent_per_second,
 )
 
 TABLE_PERCENTILES = (50.0, 99.0, 99.9)
@@ -121,7 +123,7 @@ def build_result(
     document: dict[str, Any],
     phase_seconds: dict[str, float],
 ) -> Result:
-    measured = [s for s in intervals if not s.warmup]
+    measured = measured_intervals(intervals)
     aggregate = merge_all(measured) if measured else None
     seconds = sum(s.seconds for s in measured)
 
@@ -138,7 +140,7 @@ def build_result(
         errors=document["totalPublishErrors"],
         missing=max(0, sent * subscriptions - received),
         measured_seconds=seconds,
-        publish_rate=aggregate.sent / seconds if aggregate else 0.0,
+        publish_rate=sent_per_second(measured),
         consume_rate=aggregate.received / seconds if aggregate else 0.0,
         publish=latency("publish", PUBLISH),
         publish_delay=latency("publish delay", PUBLISH_DELAY),

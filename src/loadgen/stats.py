@@ -49,6 +49,18 @@ class IntervalStats:
         return found if found is not None else hdr.histogram_for(metric)
 
 
+def measured_intervals(intervals: Iterable[IntervalStats]) -> list[IntervalStats]:
+    """The intervals that count in aggregates: all but the warm-up ones."""
+    return [s for s in intervals if not s.warmup]
+
+
+def sent_per_second(intervals: Iterable[IntervalStats]) -> float:
+    """Messages sent per second over ``intervals`` (their total over their seconds); 0 if none."""
+    items = list(intervals)
+    seconds = sum(s.seconds for s in items)
+    return sum(s.sent for s in items) / seconds if seconds else 0.0
+
+
 def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
     """Merge snapshots (of several workers, or of a whole run) into one."""
     items = list(snapshots)

@@ -9,6 +9,7 @@ import pytest
 
 from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
+from loadgen.stats import measured_intervals, sent_per_second
 
 pytestmark = pytest.mark.integration
 
@@ -20,8 +21,7 @@ def one_minute_run(kafka_spec, tailing, tmp_path_factory):
 
 
 def test_one_minute_at_10k_hits_the_rate_within_one_percent(one_minute_run):
-    measured = [s for s in one_minute_run.outcome.intervals if not s.warmup]
-    rate = sum(s.sent for s in measured) / sum(s.seconds for s in measured)
+    rate = sent_per_second(measured_intervals(one_minute_run.outcome.intervals))
     assert rate == pytest.approx(10_000, rel=0.01)
     assert len(one_minute_run.result["publishRate"]) == 6
 

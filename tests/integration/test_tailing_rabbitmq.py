@@ -6,6 +6,7 @@ import pytest
 
 from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
+from loadgen.stats import measured_intervals, sent_per_second
 from loadgen.testing.rabbitmq import rabbitmqctl
 
 pytestmark = pytest.mark.integration
@@ -18,8 +19,7 @@ def one_minute_run(rabbitmq_spec, tailing, tmp_path_factory):
 
 
 def test_one_minute_at_5k_holds_the_rate(one_minute_run):
-    measured = [s for s in one_minute_run.outcome.intervals if not s.warmup]
-    rate = sum(s.sent for s in measured) / sum(s.seconds for s in measured)
+    rate = sent_per_second(measured_intervals(one_minute_run.outcome.intervals))
     assert rate == pytest.approx(5_000, rel=0.01)
 
 

@@ -21,6 +21,7 @@ from loadgen.stats import (
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
     IntervalStats,
+    measured_intervals,
     merge_all,
 )
 
@@ -105,7 +106,7 @@ def build_test_result(
     stop_reason: str | None = None,
 ) -> dict[str, Any]:
     """The result document for one run; ``intervals`` are all of them, warm-up flagged."""
-    measured = [s for s in intervals if not s.warmup]
+    measured = measured_intervals(intervals)
     aggregate = merge_all(measured) if measured else None
 
     def period(metric: str) -> list[hdr.Histogram]:

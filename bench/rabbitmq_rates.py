@@ -20,29 +20,20 @@ import psutil
 
 from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
-from loadgen.spec import Workload
+from loadgen.spec import Workload, load_yaml, parse_model
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import measured_intervals, sent_per_second
 from loadgen.testing.rabbitmq import start_rabbitmq
 
+CLASSIC_WORKLOAD = (
+    Path(__file__).resolve().parents[1] / "configs/workloads/1-topic-16-partitions-1kb-10k.yaml"
+)
+
 
 def workload(rate: int) -> Workload:
-    return Workload.model_validate(
-        {
-            "name": f"rabbitmq-{rate}",
-            "topics": 1,
-            "partitionsPerTopic": 16,
-            "messageSize": 1024,
-            "useRandomizedPayloads": True,
-            "randomBytesRatio": 0.5,
-            "randomizedPayloadPoolSize": 1000,
-            "subscriptionsPerTopic": 1,
-            "consumerPerSubscription": 1,
-            "producersPerTopic": 1,
-            "producerRate": rate,
-            "testDurationMinutes": 1,
-        }
-    )
+    """OMB's 1-topic / 16-partition / 1 KiB workload from configs/workloads, at ``rate``."""
+    fields = load_yaml(CLASSIC_WORKLOAD) | {"name": f"rabbitmq-{rate}", "producerRate": rate}
+    return parse_model(Workload, fields, file=str(CLASSIC_WORKLOAD))
 
 
 def broker_cpu_seconds(pid: int) -> float:

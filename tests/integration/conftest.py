@@ -4,10 +4,16 @@ The brokers themselves (``kafka_broker``, ``rabbitmq_broker``) come from the plu
 (``loadgen.testing.pytest_plugin``), the same fixtures a user's suite gets.
 """
 
+from pathlib import Path
+
 import pytest
 
-from loadgen.spec import Workload
+from loadgen.spec import Workload, load_yaml, parse_model
 from loadgen.spec.driver_spec import DriverSpec
+
+CLASSIC_WORKLOAD = (
+    Path(__file__).resolve().parents[2] / "configs/workloads/1-topic-16-partitions-1kb-10k.yaml"
+)
 
 
 @pytest.fixture(scope="session")
@@ -26,24 +32,15 @@ def rabbitmq_spec(rabbitmq_broker):
 
 
 def tailing_workload(rate: int, partitions: int = 16, minutes: float = 1) -> Workload:
-    """One topic, one producer, one subscription, 1 KiB half-random payloads."""
-    return Workload.model_validate(
-        {
-            "name": f"1 topic / {partitions} partitions / 1kb / {rate}",
-            "topics": 1,
-            "partitionsPerTopic": partitions,
-            "messageSize": 1024,
-            "useRandomizedPayloads": True,
-            "randomBytesRatio": 0.5,
-            "randomizedPayloadPoolSize": 1000,
-            "subscriptionsPerTopic": 1,
-            "consumerPerSubscription": 1,
-            "producersPerTopic": 1,
-            "producerRate": rate,
-            "testDurationMinutes": minutes,
-            "warmupDurationMinutes": 0.1,
-        }
-    )
+    """OMB's 1-topic / 1 KiB workload (configs/workloads) at ``rate``, with a short warm-up."""
+    fields = load_yaml(CLASSIC_WORKLOAD) | {
+        "name": f"1 topic / {partitions} partitions / 1kb / {rate}",
+        "partitionsPerTopic": partitions,
+        "producerRate": rate,
+        "testDurationMinutes": minutes,
+        "warmupDurationMinutes": 0.1,
+    }
+    return parse_model(Workload, fields, file=str(CLASSIC_WORKLOAD))
 
 
 @pytest.fixture(scope="session")

@@ -8,12 +8,14 @@ prints per-round rows, medians, and loadgen/bare ratios of throughput and CPU pe
 
 from __future__ import annotations
 
+import argparse
 import json
 import resource
 import statistics
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 
 from loadgen.driver import TopicSpec, open_driver
@@ -70,6 +72,37 @@ def run_side(script: str, side: str, **kwargs: object) -> dict:
     row["rate"] = row["acked"] / row["seconds"]
     row["cpu_us_per_msg"] = row["cpu"] / max(row["acked"], 1) * 1e6
     return row
+
+
+def parse_args(seconds: float, rounds: int) -> argparse.Namespace:
+    """``--seconds`` per run, ``--rounds`` of A then B, ``--size`` of each message."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=seconds)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--size", type=int, default=1024)
+    return parser.parse_args()
+
+
+def alternate(
+    script: str,
+    args: argparse.Namespace,
+    fresh_topic: Callable[[str], Callable[[], None]],
+    **side_args: object,
+) -> dict[str, list[dict]]:
+    """Round after round, bare then loadgen, each on a fresh topic: ``fresh_topic(name)`` makes
+    it and returns what removes it. Prints each row as it comes; returns the rows by side."""
+    rows: dict[str, list[dict]] = {side: [] for side in SIDES}
+    for round_number in range(args.rounds):
+        for side in SIDES:
+            topic = f"bench-{uuid.uuid4().hex[:8]}"
+            remove = fresh_topic(topic)
+            row = run_side(
+                script, side, topic=topic, seconds=args.seconds, size=args.size, **side_args
+            )
+            rows[side].append(row)
+            print_row(round_number, side, row)
+            remove()
+    return rows
 
 
 def print_row(round_number: int, side: str, row: dict) -> None:

@@ -10,9 +10,8 @@ unthrottled to a fresh 16-partition topic for ``--seconds``. Both sides are brok
 
 from __future__ import annotations
 
-import argparse
 import time
-import uuid
+from collections.abc import Callable
 
 import ab
 from loadgen.driver import TopicSpec
@@ -63,11 +62,7 @@ def engine(bootstrap: str, topic: str, seconds: float, size: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=10)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--size", type=int, default=1024)
-    args = parser.parse_args()
+    args = ab.parse_args(seconds=10, rounds=3)
 
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -75,25 +70,19 @@ def main() -> None:
 
     broker = start_tansu()
     admin = AdminClient({"bootstrap.servers": broker.address})
-    rows: dict[str, list[dict]] = {side: [] for side in ab.SIDES}
+
+    def fresh_topic(topic: str) -> Callable[[], None]:
+        for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+            future.result(10)
+
+        def remove() -> None:
+            for future in admin.delete_topics([topic]).values():
+                future.result(10)
+
+        return remove
+
     try:
-        for round_number in range(args.rounds):
-            for side in ab.SIDES:
-                topic = f"bench-{uuid.uuid4().hex[:8]}"
-                for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
-                    future.result(10)
-                row = ab.run_side(
-                    __file__,
-                    side,
-                    bootstrap=broker.address,
-                    topic=topic,
-                    seconds=args.seconds,
-                    size=args.size,
-                )
-                rows[side].append(row)
-                ab.print_row(round_number, side, row)
-                for future in admin.delete_topics([topic]).values():
-                    future.result(10)
+        rows = ab.alternate(__file__, args, fresh_topic, bootstrap=broker.address)
     finally:
         broker.stop()
     ab.print_summary(rows)

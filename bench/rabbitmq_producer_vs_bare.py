@@ -12,9 +12,8 @@ every run so no side publishes into a backlog the other left behind.
 
 from __future__ import annotations
 
-import argparse
 import time
-import uuid
+from collections.abc import Callable
 
 import pika
 
@@ -111,28 +110,19 @@ def remove(uri: str, topic: str, queues: list[str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=5)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--size", type=int, default=1024)
-    args = parser.parse_args()
+    args = ab.parse_args(seconds=5, rounds=5)
 
     from loadgen.testing.rabbitmq import start_rabbitmq
 
     broker = start_rabbitmq()
     uri = broker.driver_config["amqpUris"][0]
-    rows: dict[str, list[dict]] = {side: [] for side in ab.SIDES}
+
+    def fresh_topic(topic: str) -> Callable[[], None]:
+        queues = declare(uri, topic)
+        return lambda: remove(uri, topic, queues)
+
     try:
-        for round_number in range(args.rounds):
-            for side in ab.SIDES:
-                topic = f"bench-{uuid.uuid4().hex[:8]}"
-                queues = declare(uri, topic)
-                row = ab.run_side(
-                    __file__, side, uri=uri, topic=topic, seconds=args.seconds, size=args.size
-                )
-                rows[side].append(row)
-                ab.print_row(round_number, side, row)
-                remove(uri, topic, queues)
+        rows = ab.alternate(__file__, args, fresh_topic, uri=uri)
     finally:
         broker.stop()
     ab.print_summary(rows)

@@ -184,14 +184,19 @@ def test_quorum_queues_and_persistent_messages_reach_the_broker(
     assert not [q for q in remaining if q["name"].startswith(topic_name)]
 
 
-def test_a_closed_port_fails_fast_naming_the_uri_without_its_password(rabbitmq_spec):
-    uri = f"amqp://guest:s3cret@127.0.0.1:{free_port()}/%2F"
-    rmq = driver_for(rabbitmq_spec, amqpUris=[uri])
+def reachability_failure(spec, uri, expected):
+    """The message of the ``expected`` error ``check_reachable`` raises for ``uri``, in < 15 s."""
+    rmq = driver_for(spec, amqpUris=[uri])
     started = time.monotonic()
-    with pytest.raises(BrokerUnreachable) as caught:
+    with pytest.raises(expected) as caught:
         rmq.check_reachable(10)
     assert time.monotonic() - started < 15
-    message = str(caught.value)
+    return str(caught.value)
+
+
+def test_a_closed_port_fails_fast_naming_the_uri_without_its_password(rabbitmq_spec):
+    uri = f"amqp://guest:s3cret@127.0.0.1:{free_port()}/%2F"
+    message = reachability_failure(rabbitmq_spec, uri, BrokerUnreachable)
     assert "guest:***@127.0.0.1" in message
     assert "s3cret" not in message
 
@@ -200,12 +205,7 @@ def test_bad_credentials_fail_fast_naming_the_uri_without_its_password(
     rabbitmq_broker, rabbitmq_spec
 ):
     uri = f"amqp://guest:wr0ng@{rabbitmq_broker.address}/%2F"
-    rmq = driver_for(rabbitmq_spec, amqpUris=[uri])
-    started = time.monotonic()
-    with pytest.raises(DriverError) as caught:
-        rmq.check_reachable(10)
-    assert time.monotonic() - started < 15
-    message = str(caught.value)
+    message = reachability_failure(rabbitmq_spec, uri, DriverError)
     assert f"guest:***@{rabbitmq_broker.address}" in message
     assert "credentials" in message
     assert "wr0ng" not in message

@@ -137,3 +137,18 @@ def test_a_fanout_exchange_cannot_have_partitions():
 def test_key_partition_is_crc32_so_every_process_agrees():
     assert key_partition(b"abc", 16) == 0x352441C2 % 16
     assert {key_partition(bytes([i]), 4) for i in range(64)} == {0, 1, 2, 3}
+
+
+def test_creation_is_paced_after_every_batch_like_omb(monkeypatch):
+    from drivers.rabbitmq import driver as rabbitmq_driver
+
+    slept = []
+    monkeypatch.setattr(rabbitmq_driver.time, "sleep", slept.append)
+    pacing = rabbitmq_driver.CreationPacing(batch_size=5, delay_ms=100)
+    for _ in range(12):
+        pacing.next()
+    assert slept == [0.1, 0.1]  # before the 6th and the 11th client
+    unpaced = rabbitmq_driver.CreationPacing(batch_size=5, delay_ms=0)
+    for _ in range(12):
+        unpaced.next()
+    assert slept == [0.1, 0.1]

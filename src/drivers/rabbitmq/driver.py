@@ -17,8 +17,9 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from zlib import crc32
 
 import pika
@@ -47,6 +48,21 @@ CONNECT_TIMEOUT_S = 15.0
 CLOSE_TIMEOUT_S = 5.0
 
 
+@dataclass
+class CreationPacing:
+    """OMB's creation pacing: before every ``batch_size``-th client after the first batch,
+    wait ``delay_ms``, so hundreds of connections do not open at once."""
+
+    batch_size: int
+    delay_ms: int
+    started: int = 0
+
+    def next(self) -> None:
+        if self.delay_ms and self.started and self.started % self.batch_size == 0:
+            time.sleep(self.delay_ms / 1000)
+        self.started += 1
+
+
 class Driver:
     """Selected by ``driver: rabbitmq`` or by OMB's RabbitMQ ``driverClass``."""
 
@@ -58,8 +74,12 @@ class Driver:
         self._pump: Pump | None = None
         self._producer_connections: list[SharedConnection] = []
         self._consumer_connections: list[tuple[LoopThread, SharedConnection]] = []
-        self._producers_created = 0
-        self._consumers_created = 0
+        self._producer_pacing = CreationPacing(
+            config.producer_creation_batch_size, config.producer_creation_delay_ms
+        )
+        self._consumer_pacing = CreationPacing(
+            config.consumer_creation_batch_size, config.consumer_creation_delay_ms
+        )
 
     @classmethod
     def validate_config(cls, spec: DriverSpec) -> RabbitMqConfig:
@@ -147,37 +167,22 @@ class Driver:
                 f"topic {topic!r} was not created by this driver; its partitions are unknown",
             ) from None
 
-    def _pace(self, created: int, batch_size: int, delay_ms: int) -> None:
-        if delay_ms and created and created % batch_size == 0:
-            time.sleep(delay_ms / 1000)
-
     def create_producer(self, topic: str) -> RabbitProducer:
-        config = self.config
-        self._pace(
-            self._producers_created,
-            config.producer_creation_batch_size,
-            config.producer_creation_delay_ms,
-        )
+        self._producer_pacing.next()
         partitions = self._partitions_of(topic)
         pump, connection = self._producer_connection(self._uri_for(topic))
-        producer = RabbitProducer(pump, connection, topic, partitions, config)
-        self._producers_created += 1
-        return producer
+        return RabbitProducer(pump, connection, topic, partitions, self.config)
 
     def create_consumer(
         self, topic: str, subscription: str, on_message: OnMessage
     ) -> RabbitConsumer:
         config = self.config
-        self._pace(
-            self._consumers_created,
-            config.consumer_creation_batch_size,
-            config.consumer_creation_delay_ms,
-        )
+        self._consumer_pacing.next()
         partitions = self._partitions_of(topic)
         queues = queue_names(topic, subscription, partitions)
         self._queues.setdefault(topic, set()).update(queues)
         loop_thread, connection = self._consumer_connection(self._uri_for(topic))
-        consumer = RabbitConsumer(
+        return RabbitConsumer(
             loop_thread,
             connection,
             topic,
@@ -187,8 +192,6 @@ class Driver:
             config.auto_ack,
             on_message,
         )
-        self._consumers_created += 1
-        return consumer
 
     def _producer_connection(self, uri: str) -> tuple[Pump, SharedConnection]:
         """A producer connection to ``uri`` with a free channel slot, opened when none has one."""
@@ -221,16 +224,14 @@ class Driver:
                 return loop_thread, connection
         loop_thread = LoopThread(f"rabbitmq-consumers-{len(self._consumer_connections)}")
         made: list[SharedConnection] = []
+        answered = threading.Event()
 
-        def changed() -> None:
-            if made and made[0].is_closed:
+        def on_change() -> None:  # opened, failed or closed
+            answered.set()
+            if made[0].is_closed:
                 loop_thread.loop.stop()  # the last consumer released it: the thread ends
 
-        def connect(done: Callable[[], None]) -> None:
-            def on_change() -> None:
-                done()
-                changed()
-
+        def connect() -> None:  # on the loop thread, which owns the connection
             made.append(
                 SharedConnection(
                     connection_parameters(uri, CONNECT_TIMEOUT_S),
@@ -241,7 +242,8 @@ class Driver:
                 )
             )
 
-        opened = loop_thread.call_and_wait(connect, CONNECT_TIMEOUT_S)
+        loop_thread.call(connect)
+        opened = answered.wait(CONNECT_TIMEOUT_S)
         connection = made[0]
         try:
             _raise_unless_open(connection, opened and connection.is_open)

@@ -93,3 +93,16 @@ def test_a_key_or_value_librdkafka_rejects_names_file_and_path(producer_config, 
         Driver.validate_config(kafka_spec(producer_config))
     assert caught.value.path == path
     assert "k.yaml" in str(caught.value)
+
+
+def test_consumer_assignment_accepts_subscribe_or_assign_and_names_them_otherwise():
+    config = {"commonConfig": "", "producerConfig": "", "consumerConfig": ""}
+    spec = DriverSpec(name="K", kind="kafka", config={**config, "consumerAssignment": "assign"})
+    assert Driver.validate_config(spec).consumer_assignment == "assign"
+    bad = DriverSpec(
+        name="K", kind="kafka", config={**config, "consumerAssignment": "manual"}, source="k.yaml"
+    )
+    with pytest.raises(ConfigError) as caught:
+        Driver.validate_config(bad)
+    assert "consumerAssignment" in str(caught.value)
+    assert "subscribe" in str(caught.value) and "assign" in str(caught.value)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from confluent_kafka import KafkaException, Producer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -81,6 +81,12 @@ class KafkaConfig(BaseModel):
     common_config: dict[str, str] = Field(alias="commonConfig")
     producer_config: dict[str, str] = Field(alias="producerConfig")
     consumer_config: dict[str, str] = Field(alias="consumerConfig")
+    consumer_assignment: Literal["subscribe", "assign"] = Field(
+        default="subscribe", alias="consumerAssignment"
+    )
+    """loadgen's: ``subscribe`` joins the subscription's group (OMB); ``assign`` takes every
+    partition of the topic without a group join, which saves the join's seconds (a probe's
+    first line) but gives each consumer every message, so use one consumer per subscription."""
 
     _properties = field_validator(
         "topic_config", "common_config", "producer_config", "consumer_config", mode="before"

@@ -9,6 +9,9 @@
   loop's thread.
 * A full local queue (``BufferError``) blocks the send while serving delivery reports, like the
   Java client's blocking ``send()``; the wait shows up as publish delay.
+* ``consumerAssignment: assign`` (loadgen's) replaces the group subscription with a manual
+  assignment of every partition, starting where ``auto.offset.reset`` says (or at a committed
+  offset): no group join, so a consumer reads within milliseconds instead of seconds.
 * Unless ``enable.auto.commit=true``, offsets are committed asynchronously after non-empty
   batches, at most every 100 ms (OMB commits after every poll; its polls return 100 ms batches,
   while this consumer wakes on the first message to keep end-to-end latency honest).
@@ -21,7 +24,14 @@ import threading
 import time
 from time import time_ns
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import (
+    OFFSET_INVALID,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
@@ -90,10 +100,22 @@ class KafkaProducer:
 
 class KafkaConsumer:
     def __init__(
-        self, topic: str, conf: dict[str, str], on_message: OnMessage, auto_commit: bool
+        self,
+        topic: str,
+        conf: dict[str, str],
+        on_message: OnMessage,
+        auto_commit: bool,
+        partitions: int | None = None,
     ) -> None:
+        """``partitions`` given: assign them all instead of joining the group."""
         self._consumer = Consumer(conf, logger=client_log)
-        self._consumer.subscribe([topic], on_assign=self._on_assign)
+        if partitions is None:
+            self._consumer.subscribe([topic], on_assign=self._on_assign)
+        else:
+            # OFFSET_INVALID: the committed offset, else auto.offset.reset, as a group member
+            self._consumer.assign(
+                [TopicPartition(topic, p, OFFSET_INVALID) for p in range(partitions)]
+            )
         self._on_message = on_message
         self._auto_commit = auto_commit
         self._stop = threading.Event()
@@ -284,7 +306,18 @@ class Driver:
         self, topic: str, subscription: str, on_message: OnMessage
     ) -> KafkaConsumer:
         conf = {**self._consumer_conf, "group.id": subscription}
-        return KafkaConsumer(topic, conf, on_message, self.config.auto_commit)
+        partitions = None
+        if self.config.consumer_assignment == "assign":
+            partitions = self._partition_count(topic)
+        return KafkaConsumer(topic, conf, on_message, self.config.auto_commit, partitions)
+
+    def _partition_count(self, topic: str) -> int:
+        metadata = self._admin_client().list_topics(topic, timeout=ADMIN_TIMEOUT_S)
+        found = metadata.topics.get(topic)
+        if found is None or found.error is not None or not found.partitions:
+            problem = found.error if found is not None else "not in the metadata"
+            raise DriverError("kafka", f"cannot assign topic {topic}: {problem}")
+        return len(found.partitions)
 
     def close(self) -> None:
         self._admin = None

@@ -7,13 +7,14 @@ import logging
 import signal
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
 
 import loadgen
 from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
-from loadgen.report.console import format_aggregate, format_interval
+from loadgen.report.display import display_for
 from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload, load_driver_spec, load_workload, parse_duration, validate_file
@@ -69,14 +70,6 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
         broker.stop()
 
 
-def _printer(quiet: bool):
-    def on_interval(stats: IntervalStats, backlog: int) -> None:
-        if not quiet:
-            click.echo(format_interval(stats, backlog, "warmup" if stats.warmup else "measure"))
-
-    return on_interval
-
-
 @cli.command()
 @click.argument("workloads", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -119,7 +112,14 @@ def _printer(quiet: bool):
     is_flag=True,
     help="Ignore unknown YAML keys with a warning (OMB behaviour) instead of failing.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No per-interval lines.")
+@click.option("-q", "--quiet", is_flag=True, help="Only the closing aggregate, no live view.")
+@click.option("--plain", is_flag=True, help="Plain lines even on a terminal (no live view).")
+@click.option(
+    "--json-lines",
+    is_flag=True,
+    help="One JSON object per phase, interval and run summary on stdout, for programs.",
+)
+@click.option("--no-report", is_flag=True, help="Do not write the HTML report beside the result.")
 def run(
     workloads: tuple[Path, ...],
     drivers: tuple[Path, ...],
@@ -130,6 +130,9 @@ def run(
     keep_topics: bool,
     lenient: bool,
     quiet: bool,
+    plain: bool,
+    json_lines: bool,
+    no_report: bool,
 ) -> None:
     """Run each WORKLOAD against each driver, in order, as OMB does.
 
@@ -147,6 +150,9 @@ def run(
         raise ConfigError(
             "must be positive", path="--duration", value=duration, allowed="a positive duration"
         )
+    output = Output(
+        out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=json_lines), not no_report
+    )
     loaded = [(path, load_workload(path, lenient=lenient)) for path in workloads]
     specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
     options = RunOptions(
@@ -154,7 +160,6 @@ def run(
         warmup_s=warmup,
         stats_interval_s=stats_interval,
         keep_topics=keep_topics,
-        on_interval=_printer(quiet),
     )
     single_run = len(loaded) * len(specs) == 1
     worst = 0
@@ -164,7 +169,7 @@ def run(
         for path, workload in loaded:
             for spec in specs:
                 try:
-                    _run_and_print(workload, path, spec, out_dir, options)
+                    _run_and_show(workload, path, spec, options, output)
                 except LoadgenError as error:
                     interrupted = isinstance(error, RunAborted) and error.reason == "interrupted"
                     if single_run or interrupted:
@@ -175,24 +180,67 @@ def run(
         sys.exit(worst)
 
 
-def _run_and_print(
-    workload: Workload, path: Path, spec: DriverSpec, out_dir: Path, options: RunOptions
+def _display_mode(*, quiet: bool, plain: bool, json_lines: bool) -> str:
+    chosen = [
+        flag
+        for flag, on in (("--quiet", quiet), ("--plain", plain), ("--json-lines", json_lines))
+        if on
+    ]
+    if len(chosen) > 1:
+        raise ConfigError(
+            "choose one output mode",
+            path=" ".join(chosen),
+            value=None,
+            allowed="one of --quiet, --plain, --json-lines",
+        )
+    return {"--quiet": "quiet", "--plain": "plain", "--json-lines": "json-lines"}.get(
+        chosen[0] if chosen else "", "auto"
+    )
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where results go and what the user sees: the display mode and the HTML report or not."""
+
+    out_dir: Path
+    display: str
+    report: bool
+
+
+def _run_and_show(
+    workload: Workload, path: Path, spec: DriverSpec, options: RunOptions, output: Output
 ) -> None:
-    click.echo(f"== {workload.name or path.stem} on {spec.name} ({spec.kind})", err=True)
+    title = f"{workload.name or path.stem} on {spec.name} ({spec.kind})"
+    click.echo(f"== {title}", err=True)
+    with display_for(output.display, title) as display:
+        shown = replace(options, on_interval=display.interval, on_phase=display.phase)
+        try:
+            report = run_one(workload, path, spec, output.out_dir, shown)
+        except RunAborted as aborted:
+            display.finish(None, aborted.result_path)
+            _files_written(aborted.result_path, output)
+            raise
+        measured = measured_intervals(report.outcome.intervals)
+        display.finish(merge_all(measured) if measured else None, str(report.path))
+    _files_written(str(report.path), output)
+
+
+def _files_written(result: str | None, output: Output) -> None:
+    """Name the result and write its HTML report beside it (partial results too)."""
+    if result is None:
+        return
+    click.echo(f"result: {result}", err=True)
+    if not output.report:
+        return
+    from loadgen.report import html  # matplotlib: imported only when a report is written
+
+    target = Path(result).with_suffix(".html")
     try:
-        report = run_one(workload, path, spec, out_dir, options)
-    except RunAborted as aborted:
-        _print_summary(aborted.result_path)
-        raise
-    measured = measured_intervals(report.outcome.intervals)
-    if measured:
-        click.echo(format_aggregate(merge_all(measured)))
-    _print_summary(str(report.path))
-
-
-def _print_summary(path: str | None) -> None:
-    if path:
-        click.echo(f"result: {path}", err=True)
+        html.write_report([Path(result)], target)
+    except Exception as error:  # the result is safe on disk; a report bug must not hide it
+        click.echo(f"warning: the report was not written: {error!r}", err=True)
+        return
+    click.echo(f"report: {target}", err=True)
 
 
 @cli.command()
@@ -228,6 +276,129 @@ def compare(baseline: Path, new: Path, max_regression: str) -> None:
     regressed = [row.metric for row in rows if row.regressed(allowed)]
     if regressed:
         click.echo(f"regression beyond {max_regression}: {', '.join(regressed)}", err=True)
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="HTML file to write (default: <result>.html beside one result, ./report.html for more).",
+)
+@click.option(
+    "--images",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write each chart as an image file into this directory (for slides).",
+)
+@click.option(
+    "--format",
+    "image_format",
+    type=click.Choice(["png", "svg"]),
+    default="png",
+    show_default=True,
+    help="Image format for --images.",
+)
+def report(
+    results: tuple[Path, ...], out: Path | None, images: Path | None, image_format: str
+) -> None:
+    """Write an offline HTML report of one RESULT, or compare several side by side."""
+    from loadgen.report import html  # imports matplotlib: slow, so only when asked for
+
+    if out is None:
+        out = results[0].with_suffix(".html") if len(results) == 1 else Path("report.html")
+    click.echo(html.write_report(results, out))
+    if images is not None:
+        for path in html.export_charts(results, images, image_format):
+            click.echo(path)
+
+
+@cli.command()
+@click.argument("url")
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0, min_open=True),
+    default=100.0,
+    show_default=True,
+    help="Messages per second.",
+)
+@click.option(
+    "--duration",
+    callback=_duration("--duration"),
+    default="10s",
+    show_default=True,
+    help="How long to probe; Ctrl-C ends it early with a verdict.",
+)
+@click.option(
+    "--size",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="Message size in bytes.",
+)
+@click.option(
+    "--metric",
+    type=click.Choice(["e2e", "publish"]),
+    default="e2e",
+    show_default=True,
+    help="Which latency the thresholds judge.",
+)
+@click.option("--max-p50", type=click.FloatRange(min=0), help="Exit 1 when p50 exceeds this (ms).")
+@click.option("--max-p99", type=click.FloatRange(min=0), help="Exit 1 when p99 exceeds this (ms).")
+@click.option(
+    "-d",
+    "--driver",
+    "driver_file",
+    type=click.Path(path_type=Path),
+    help="Driver YAML with the client settings; the URL's address replaces its own.",
+)
+@click.option("--json", "as_json", is_flag=True, help="JSON lines: one per second, then a summary.")
+def probe(
+    url: str,
+    rate: float,
+    duration: float,
+    size: int,
+    metric: str,
+    max_p50: float | None,
+    max_p99: float | None,
+    driver_file: Path | None,
+    as_json: bool,
+) -> None:
+    """Probe the broker at URL (kafka://, amqp://, pulsar://, tcp:// for Pravega) for latency.
+
+    Prints publish and end-to-end p50/p99/max every second; exits 1 when a threshold is
+    breached, 3 when the broker is unreachable.
+    """
+    from loadgen import probe as probing
+
+    if duration <= 0:
+        raise ConfigError(
+            "must be positive", path="--duration", value=duration, allowed="a positive duration"
+        )
+    spec = probing.driver_for_url(url, driver_file)
+    settings = probing.ProbeSettings(rate, duration, size, metric, max_p50, max_p99)
+    started_ms: list[int] = []
+
+    def on_interval(stats: IntervalStats) -> None:
+        started_ms[:] = started_ms or [stats.start_ms]
+        record = probing.interval_record(stats, (stats.end_ms - started_ms[0]) / 1000)
+        click.echo(probing.as_json_line(record) if as_json else probing.format_interval(record))
+
+    if not as_json:
+        click.echo(
+            f"probing {spec.name} ({spec.kind}): {rate:g} msg/s of {size} B for {duration:g} s",
+            err=True,
+        )
+    with _sigterm_as_interrupt():
+        verdict = probing.run_probe(spec, settings, on_interval)
+    if as_json:
+        click.echo(probing.as_json_line(probing.verdict_record(verdict)))
+    else:
+        click.echo(probing.format_verdict(verdict))
+    if verdict.failed:
         sys.exit(1)
 
 

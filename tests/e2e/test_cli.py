@@ -73,6 +73,9 @@ def test_run_without_a_driver_starts_a_local_kafka_and_writes_an_omb_result(tiny
     assert logs == sorted(f"{path.stem}.{m}.hlog" for m in METRICS)
     lines = (tmp_path / "out" / f"{path.stem}.endToEnd.hlog").read_text().splitlines()
     assert len([line for line in lines if line[:1].isdigit()]) == 3  # one per measured interval
+    report = tmp_path / "out" / f"{path.stem}.html"
+    assert f"report: out/{report.name}" in done.stderr
+    assert 'id="chart-distribution"' in report.read_text()
 
 
 def test_misspelt_workload_field_exits_2_naming_file_and_field(tiny, tmp_path):
@@ -137,6 +140,8 @@ def test_stopping_during_measurement_writes_the_partial_result_and_exits_130(
     assert len(result["publishRate"]) >= 2
     assert "partial result written" in stderr
     assert len(list((tmp_path / "out").glob("*.hlog"))) == len(METRICS)  # logs of the partial run
+    [report] = (tmp_path / "out").glob("*.html")  # and its report, flagged as incomplete
+    assert "Incomplete run: stopped early (interrupted)" in report.read_text()
 
 
 def test_validate_accepts_every_shipped_config():
@@ -223,3 +228,75 @@ def test_an_unreachable_rabbitmq_exits_3_naming_the_uri_without_its_password(tin
     assert "rabbitmq broker unreachable at amqp://guest:***@127.0.0.1:" in done.stderr
     assert "s3cret" not in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_on_a_terminal_the_run_shows_a_live_view_and_keeps_the_interval_lines(tiny, tmp_path):
+    import pty
+
+    parent, child = pty.openpty()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "loadgen",
+            "run",
+            "-d",
+            str(REPO / "configs/drivers/memory.yaml"),
+            str(tiny),
+            "--duration",
+            "2s",
+            "--stats-interval",
+            "1s",
+            "-o",
+            str(tmp_path),
+        ],
+        stdout=child,
+        stderr=child,
+        env={**os.environ, "COLUMNS": "160", "TERM": "xterm"},
+    )
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(parent, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    assert process.wait(timeout=60) == 0
+    os.close(parent)
+    screen = b"".join(chunks).decode(errors="replace")
+    assert "0:02" in screen and "measure" in screen  # the phase with its progress clock
+    assert "p99.9 ms" in screen  # the dashboard's latency table
+    assert screen.count("[measure] pub") == 2  # one line per interval, in the scrollback
+    assert "Aggregated end-to-end" in screen
+
+
+def test_json_lines_output_is_only_json_on_stdout(tiny, tmp_path):
+    done = loadgen(
+        "run",
+        "-d",
+        str(REPO / "configs/drivers/memory.yaml"),
+        str(tiny),
+        "--duration",
+        "2s",
+        "--stats-interval",
+        "1s",
+        "-o",
+        str(tmp_path),
+        "--json-lines",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    kinds = [r["type"] for r in records]
+    assert kinds.count("interval") == 2 and kinds[-1] == "summary"
+    assert [r["phase"] for r in records if r["type"] == "phase"][:1] == ["setup"]
+    assert Path(records[-1]["result"]).exists()
+
+
+def test_two_output_modes_at_once_exit_2(tiny, tmp_path):
+    done = loadgen("run", str(tiny), "--quiet", "--json-lines", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--quiet --json-lines" in done.stderr and "Traceback" not in done.stderr

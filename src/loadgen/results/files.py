@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
+import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,15 +30,25 @@ def write_json_atomic(path: Path, document: Any) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that ``path`` holds either nothing or all of it (temp file + rename)."""
+    """Write ``text`` so that ``path`` holds either nothing or all of it."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` so that ``path`` holds either nothing or all of it (temp file + rename).
+
+    The temporary file is created with the umask's permissions (not mkstemp's 0600), so results
+    and reports are as readable as any other file the user writes.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise

@@ -6,7 +6,7 @@ import os
 import platform
 import socket
 import subprocess
-from dataclasses import asdict
+from dataclasses import fields
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -97,7 +97,11 @@ def run_metadata(
         "endedAt": datetime.fromtimestamp(outcome.ended_ms / 1000, UTC).isoformat(),
         "workload": workload.model_dump(by_alias=True, mode="json"),
         "driver": {"name": spec.name, "driver": spec.kind, "config": redact(dict(spec.config))},
-        "options": {key: value for key, value in asdict(options).items() if key != "on_interval"},
+        "options": {  # the callbacks (on_interval, on_phase) are code, not settings
+            f.name: getattr(options, f.name)
+            for f in fields(options)
+            if not f.name.startswith("on_")
+        },
         "topics": outcome.topics,
         "drain": {
             "seconds": round(outcome.drain_seconds, 3),

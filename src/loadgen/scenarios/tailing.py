@@ -25,6 +25,9 @@ log = logging.getLogger("loadgen.run")
 
 IntervalCallback = Callable[[IntervalStats, int], None]
 """Called after every interval with its snapshot and the backlog (messages) at its end."""
+PhaseCallback = Callable[[str, float | None], None]
+"""Called as each phase begins (``setup``, ``warmup``, ``measure``, ``drain``, ``teardown``)
+with its planned length in seconds, or ``None`` when it lasts as long as it takes."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,11 @@ class RunOptions:
     reachable_timeout_s: float = 10.0
     drain_timeout_s: float = 10.0
     on_interval: IntervalCallback | None = None
+    on_phase: PhaseCallback | None = None
+
+    def begin(self, phase: str, seconds: float | None = None) -> None:
+        if self.on_phase is not None:
+            self.on_phase(phase, seconds)
 
 
 @dataclass
@@ -162,6 +170,7 @@ def run_tailing(
     phase_is_warmup = True
     clock = _PhaseClock(outcome.phase_seconds)
     try:
+        options.begin("setup")
         driver.check_reachable(options.reachable_timeout_s)
         clock.mark("connect")
         outcome.topics = worker.create_topics(workload.topics, workload.partitions_per_topic)
@@ -182,9 +191,11 @@ def run_tailing(
         worker.start_load(workload.producer_rate, payloads, workload.key_distributor)
         measurement.interval_start_ms = _now_ms()
         if warmup_s > 0:
+            options.begin("warmup", warmup_s)
             measurement.run_phase(warmup_s, warmup=True)
             clock.mark("warmup")
         phase_is_warmup = False
+        options.begin("measure", duration_s)
         measurement.run_phase(duration_s, warmup=False)
         clock.mark("measure")
         _finish(worker, measurement, workload, options, outcome)
@@ -199,6 +210,7 @@ def run_tailing(
         _cut_short(worker, measurement, outcome, "error", str(error), phase_is_warmup)
     finally:
         try:
+            options.begin("teardown")
             worker.close(delete_topics=not options.keep_topics)
         except KeyboardInterrupt:  # a second Ctrl-C must not cost the result
             log.warning("teardown interrupted; topics %s may remain", outcome.topics)
@@ -221,6 +233,7 @@ def _finish(
     The drained messages were sent during the measurement, so their latencies belong to it.
     """
     started = time.monotonic()
+    options.begin("drain", options.drain_timeout_s)
     outcome.pending_acks = worker.stop_load(options.drain_timeout_s)
     expected = worker.sent_so_far() * workload.subscriptions_per_topic
     deadline = started + options.drain_timeout_s

@@ -1,0 +1,265 @@
+"""The ad-hoc latency probe: one URL in, live publish and end-to-end percentiles out.
+
+A probe is a tiny tailing run (one topic, one partition, one producer, one consumer, 1-s stats
+intervals, no warm-up) on the same engine as ``loadgen run``, so its numbers mean the same.
+The URL scheme picks the driver; a driver YAML (``-d``) may supply the client settings, with the
+URL's address taking the place of the file's. Without one, the settings are latency-minded
+defaults for a real cluster: ``acks=all`` and no linger for Kafka, confirms for RabbitMQ.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from loadgen import hdr
+from loadgen.driver import open_driver
+from loadgen.errors import ConfigError
+from loadgen.payload import build_payloads
+from loadgen.report.records import latency_ms
+from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
+from loadgen.spec import DriverSpec, Workload, load_driver_spec, parse_model
+from loadgen.stats import END_TO_END, PUBLISH, IntervalStats, merge_all
+
+SOURCE = "<probe>"
+KAFKA_DEFAULT_PORT = 9092
+METRICS = {"publish": PUBLISH, "e2e": END_TO_END}
+"""``--metric`` names and the histogram each judges."""
+PROBE_PERCENTILES = (50.0, 99.0)
+"""What each per-second line shows besides the max; the summary adds p99.9."""
+
+
+def _kafka_servers(netloc: str) -> str:
+    hosts = [host if ":" in host else f"{host}:{KAFKA_DEFAULT_PORT}" for host in netloc.split(",")]
+    return ",".join(hosts)
+
+
+def _set_property(block: Any, key: str, value: str) -> Any:
+    """Set ``key`` in a properties block that may be a mapping or ``.properties`` text."""
+    if isinstance(block, Mapping):
+        return {**block, key: value}
+    text = block or ""
+    return f"{text.rstrip()}\n{key}={value}\n".lstrip()
+
+
+def _kafka(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    servers = _kafka_servers(urlsplit(url).netloc)
+    defaults = {
+        "replicationFactor": 0,
+        "producerConfig": {"acks": "all", "linger.ms": "0"},
+        "consumerConfig": {"auto.offset.reset": "earliest", "enable.auto.commit": "false"},
+    }
+    merged = {**defaults, **config}
+    merged["commonConfig"] = _set_property(merged.get("commonConfig"), "bootstrap.servers", servers)
+    merged.setdefault("consumerAssignment", "assign")  # no group join: first line in < 2 s
+    return merged
+
+
+def _rabbitmq(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    return {**config, "amqpUris": [url]}
+
+
+def _pulsar(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    return {**config, "client": {**config.get("client", {}), "serviceUrl": url}}
+
+
+def _pravega(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    return {**config, "client": {**config.get("client", {}), "controllerURI": url}}
+
+
+SCHEMES: dict[str, tuple[str, str, Callable[[str, Mapping[str, Any]], dict[str, Any]]]] = {
+    "kafka": ("kafka", "Kafka", _kafka),
+    "amqp": ("rabbitmq", "RabbitMQ", _rabbitmq),
+    "amqps": ("rabbitmq", "RabbitMQ", _rabbitmq),
+    "pulsar": ("pulsar", "Pulsar", _pulsar),
+    "pulsar+ssl": ("pulsar", "Pulsar", _pulsar),
+    "tcp": ("pravega", "Pravega", _pravega),
+}
+"""URL scheme → (driver, display name, how the URL goes into that driver's config)."""
+
+
+def driver_for_url(url: str, driver_file: Path | None = None) -> DriverSpec:
+    """The driver config a probe of ``url`` uses; ``driver_file`` supplies client settings."""
+    scheme = urlsplit(url).scheme
+    if scheme not in SCHEMES or not urlsplit(url).netloc:
+        raise ConfigError(
+            "not a broker URL",
+            path="URL",
+            value=url,
+            allowed=[f"{known}://host:port" for known in SCHEMES],
+        )
+    kind, name, apply = SCHEMES[scheme]
+    base: Mapping[str, Any] = {}
+    source, display = SOURCE, name
+    if driver_file is not None:
+        loaded = load_driver_spec(driver_file)
+        if loaded.kind != kind:
+            raise ConfigError(
+                f"{scheme}:// URLs need a {kind} driver file, not {loaded.kind}",
+                file=str(driver_file),
+                path="driver",
+                value=loaded.kind,
+                allowed=[kind],
+            )
+        base, source, display = loaded.config, loaded.source, loaded.name
+    return DriverSpec(name=display, kind=kind, config=apply(url, base), source=source)
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """What to send and what counts as a breach (thresholds in ms, ``None`` = not judged)."""
+
+    rate: float = 100.0
+    duration_s: float = 10.0
+    message_size: int = 1024
+    metric: str = "e2e"
+    max_p50_ms: float | None = None
+    max_p99_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The probe's outcome over everything it measured."""
+
+    sent: int
+    received: int
+    errors: int
+    publish: hdr.Histogram
+    e2e: hdr.Histogram
+    breaches: list[str]
+    stopped: str | None
+    """Why the probe ended early (``interrupted``, ``error: ...``), ``None`` when it ran out."""
+
+    @property
+    def failed(self) -> bool:
+        """A breached threshold, or a broker error mid-probe (Ctrl-C alone is not a failure)."""
+        return bool(self.breaches) or self.stopped not in (None, "interrupted")
+
+
+def probe_workload(settings: ProbeSettings) -> Workload:
+    fields = {
+        "name": "probe",
+        "topics": 1,
+        "partitionsPerTopic": 1,
+        "messageSize": settings.message_size,
+        "subscriptionsPerTopic": 1,
+        "consumerPerSubscription": 1,
+        "producersPerTopic": 1,
+        "producerRate": settings.rate,
+        "testDurationMinutes": settings.duration_s / 60,
+        "warmupDurationMinutes": 0,
+    }
+    return parse_model(Workload, fields, file=SOURCE)
+
+
+def run_probe(
+    spec: DriverSpec, settings: ProbeSettings, on_interval: Callable[[IntervalStats], None]
+) -> Verdict:
+    """Probe the broker of ``spec``; Ctrl-C ends it early with a verdict on what was measured."""
+    workload = probe_workload(settings)
+    options = RunOptions(
+        stats_interval_s=1.0,
+        reachable_timeout_s=3.0,
+        probe_timeout_s=10.0,
+        drain_timeout_s=2.0,
+        on_interval=lambda stats, _backlog: on_interval(stats),
+    )
+    outcome = run_tailing(open_driver(spec), workload, build_payloads(workload, None), options)
+    return _verdict(outcome, settings)
+
+
+def _verdict(outcome: RunOutcome, settings: ProbeSettings) -> Verdict:
+    merged = merge_all(outcome.intervals) if outcome.intervals else None
+    histograms = {
+        metric: merged.histogram(metric) if merged else hdr.histogram_for(metric)
+        for metric in (PUBLISH, END_TO_END)
+    }
+    judged = histograms[METRICS[settings.metric]]
+    breaches = []
+    for label, percentile, bound in (
+        ("p50", 50.0, settings.max_p50_ms),
+        ("p99", 99.0, settings.max_p99_ms),
+    ):
+        if bound is None:
+            continue
+        if judged.total == 0:
+            breaches.append(f"{settings.metric} {label}: nothing measured")
+            continue
+        value_ms = hdr.value_at_percentile(judged, percentile) / 1000
+        if value_ms > bound:
+            breaches.append(f"{settings.metric} {label} {value_ms:.3f} ms > {bound:g} ms")
+    stopped = None
+    if outcome.incomplete:
+        stopped = outcome.stop_reason or "error"
+        if outcome.stop_reason != "interrupted":
+            stopped = f"{stopped}: {outcome.stop_detail}"
+    return Verdict(
+        sent=sum(s.sent for s in outcome.intervals),
+        received=sum(s.received for s in outcome.intervals),
+        errors=sum(s.send_errors for s in outcome.intervals),
+        publish=histograms[PUBLISH],
+        e2e=histograms[END_TO_END],
+        breaches=breaches,
+        stopped=stopped,
+    )
+
+
+def interval_record(stats: IntervalStats, elapsed_s: float) -> dict[str, Any]:
+    """One interval as the probe reports it (``--json`` prints exactly this)."""
+    return {
+        "elapsed_s": round(elapsed_s, 3),
+        "sent_per_s": round(stats.sent / stats.seconds, 1),
+        "received_per_s": round(stats.received / stats.seconds, 1),
+        "errors": stats.send_errors,
+        "publish_ms": latency_ms(stats.histogram(PUBLISH), PROBE_PERCENTILES),
+        "e2e_ms": latency_ms(stats.histogram(END_TO_END), PROBE_PERCENTILES),
+    }
+
+
+def _shown(points: Mapping[str, float | None]) -> str:
+    return " ".join(
+        f"{name} {'-' if value is None else f'{value:.3f}'}" for name, value in points.items()
+    )
+
+
+def format_interval(record: Mapping[str, Any]) -> str:
+    return (
+        f"{record['elapsed_s']:6.1f}s  sent {record['sent_per_s']:7.0f}/s"
+        f"  recv {record['received_per_s']:7.0f}/s  err {record['errors']}"
+        f"  | publish ms {_shown(record['publish_ms'])}"
+        f"  | e2e ms {_shown(record['e2e_ms'])}"
+    )
+
+
+def verdict_record(verdict: Verdict) -> dict[str, Any]:
+    return {
+        "summary": True,
+        "sent": verdict.sent,
+        "received": verdict.received,
+        "errors": verdict.errors,
+        "publish_ms": latency_ms(verdict.publish),
+        "e2e_ms": latency_ms(verdict.e2e),
+        "breaches": verdict.breaches,
+        "stopped": verdict.stopped,
+    }
+
+
+def format_verdict(verdict: Verdict) -> str:
+    record = verdict_record(verdict)
+    lines = [
+        f"probe: sent {verdict.sent}, received {verdict.received}, errors {verdict.errors}",
+        f"  publish ms {_shown(record['publish_ms'])}",
+        f"  e2e ms     {_shown(record['e2e_ms'])}",
+    ]
+    if verdict.stopped:
+        lines.append(f"  stopped early: {verdict.stopped}")
+    lines += [f"  BREACH {breach}" for breach in verdict.breaches]
+    return "\n".join(lines)
+
+
+def as_json_line(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, separators=(",", ":"))

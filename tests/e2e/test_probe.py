@@ -1,0 +1,84 @@
+"""``loadgen probe`` as an on-call engineer runs it: real brokers, real exit codes."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from loadgen.testing.process import free_port
+
+pytestmark = pytest.mark.e2e
+
+
+def probe(*args, timeout=60):
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "loadgen", "probe", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return done, time.monotonic() - started
+
+
+def test_a_closed_kafka_port_exits_3_within_5_seconds_naming_the_address():
+    address = f"127.0.0.1:{free_port()}"
+    done, seconds = probe(f"kafka://{address}")
+    assert done.returncode == 3, done.stderr
+    assert address in done.stderr
+    assert seconds < 5
+    assert "Traceback" not in done.stderr
+
+
+def test_a_breached_p99_exits_1_with_the_breach_and_what_was_measured(kafka_broker):
+    done, _ = probe(f"kafka://{kafka_broker.address}", "--duration", "2s", "--max-p99", "0.001")
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line for line in lines if "BREACH e2e p99" in line and "> 0.001 ms" in line]
+    assert len([line for line in lines if " recv " in line]) == 2  # one line per second
+
+
+def test_json_lines_report_every_second_and_a_summary_where_nothing_is_lost(kafka_broker, tmp_path):
+    driver_file = tmp_path / "kafka.yaml"
+    driver_file.write_text(
+        yaml.safe_dump({"name": "local", "driver": "kafka", **kafka_broker.driver_config})
+    )
+    done, _ = probe(
+        f"kafka://{kafka_broker.address}",
+        "-d",
+        str(driver_file),
+        "--rate",
+        "200",
+        "--duration",
+        "3s",
+        "--max-p99",
+        "10000",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    *seconds, summary = records
+    assert [round(r["elapsed_s"]) for r in seconds] == [1, 2, 3]
+    assert all(r["publish_ms"]["p99"] is not None for r in seconds)
+    assert summary["summary"] is True and summary["breaches"] == []
+    assert summary["sent"] == summary["received"] >= 590
+    assert summary["errors"] == 0
+    assert 0 < summary["e2e_ms"]["p50"] <= summary["e2e_ms"]["p99"] <= summary["e2e_ms"]["max"]
+
+
+def test_rabbitmq_probe_passes_a_generous_bound(rabbitmq_broker):
+    (uri,) = rabbitmq_broker.driver_config["amqpUris"]
+    done, _ = probe(uri, "--duration", "2s", "--metric", "publish", "--max-p50", "1000", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.splitlines()[-1])
+    assert summary["sent"] == summary["received"] > 0
+    assert summary["publish_ms"]["p50"] < 1000
+
+
+def test_a_non_broker_url_exits_2_listing_the_schemes():
+    done, _ = probe("http://127.0.0.1:1")
+    assert done.returncode == 2
+    assert "kafka://host:port" in done.stderr and "Traceback" not in done.stderr

@@ -1,0 +1,214 @@
+"""The HTML report and its charts, on real result files written by short memory-broker runs."""
+
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+from click.testing import CliRunner
+
+from loadgen import hdr
+from loadgen.cli import cli
+from loadgen.errors import ConfigError, RunAborted
+from loadgen.report import series
+from loadgen.report.html import export_charts, write_report
+from loadgen.results.compare import load_result
+from loadgen.runner import run_one
+from loadgen.scenarios.tailing import RunOptions
+from loadgen.spec import Workload
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stats import END_TO_END, PUBLISH
+
+MEMORY = DriverSpec(name="Memory", kind="memory")
+CHART_IDS = ("chart-throughput", "chart-publish-latency", "chart-e2e-latency", "chart-distribution")
+HOSTILE = "<script>alert('x')</script> & co"
+
+
+def workload(**overrides):
+    fields = {
+        "name": "report test",
+        "topics": 1,
+        "partitionsPerTopic": 2,
+        "messageSize": 256,
+        "subscriptionsPerTopic": 1,
+        "consumerPerSubscription": 1,
+        "producersPerTopic": 1,
+        "producerRate": 2000,
+        "testDurationMinutes": 1,
+        "warmupDurationMinutes": 0,
+    }
+    return Workload.model_validate(fields | overrides)
+
+
+def short_run(directory, **overrides):
+    options = RunOptions(duration_s=2, warmup_s=0, stats_interval_s=1)
+    return run_one(workload(**overrides), None, MEMORY, directory, options).path
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return tmp_path_factory.mktemp("results")
+
+
+@pytest.fixture(scope="module")
+def hostile(results):
+    """A complete run whose workload name is an HTML injection attempt."""
+    return short_run(results, name=HOSTILE)
+
+
+@pytest.fixture(scope="module")
+def producer_only(results):
+    return short_run(results, name="producer only", subscriptionsPerTopic=0)
+
+
+@pytest.fixture(scope="module")
+def interrupted(results):
+    seen = []
+
+    def interrupt_on_second(stats, backlog):
+        seen.append(stats)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    options = RunOptions(
+        duration_s=30, warmup_s=0, stats_interval_s=1, on_interval=interrupt_on_second
+    )
+    with pytest.raises(RunAborted) as aborted:
+        run_one(workload(name="cut short"), None, MEMORY, results, options)
+    return results / aborted.value.result_path
+
+
+@pytest.fixture(scope="module")
+def page(hostile):
+    """The report of the complete run, rendered once for the tests that only read it."""
+    return write_report([hostile], hostile.with_name("hostile.html")).read_text()
+
+
+@pytest.fixture
+def omb_only(hostile, tmp_path):
+    """The same result as OMB itself would write it: no histograms, no run metadata."""
+    document = load_result(hostile)
+    del document["histograms"], document["run"]
+    path = tmp_path / "omb.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def chart(page, chart_id):
+    """The markup of one chart's figure element."""
+    start = page.index(f'id="{chart_id}"')
+    return page[start : page.index("</figure>", start)]
+
+
+def test_the_report_holds_every_chart_as_inline_svg(page):
+    for chart_id in CHART_IDS:
+        assert "<svg" in chart(page, chart_id)
+    assert "publish msg/s" in page and "p99.99" in page
+
+
+def test_the_report_needs_no_network_and_no_script(page):
+    assert "<script" not in page.lower() and "<link" not in page.lower()
+    assert not re.findall(r'(?:src|href)="(?!#)', page)
+
+
+def test_strings_from_the_result_are_escaped(page):
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; co" in page
+    assert "<script>" not in page
+
+
+def test_an_incomplete_run_is_flagged_with_its_stop_reason(interrupted, page, tmp_path):
+    cut_short = write_report([interrupted], tmp_path / "r.html").read_text()
+    assert 'class="incomplete"' in cut_short and "(interrupted)" in cut_short
+    assert 'class="incomplete"' not in page
+
+
+def test_distribution_points_are_java_equal_percentiles_of_the_aggregated_histogram(hostile):
+    result = load_result(hostile)
+    for metric in (PUBLISH, END_TO_END):
+        histogram = hdr.decode(metric, result["histograms"][metric]["aggregated"])
+        curve = series.distribution(result, metric)
+        assert len(curve.x) > 100 and curve.x[0] == 0.0 and 99.9 < curve.x[-1] <= 99.999
+        assert list(curve.y) == [hdr.value_at_percentile(histogram, p) / 1000 for p in curve.x]
+
+
+def test_an_omb_result_renders_from_its_quantile_map_and_ten_second_intervals(omb_only, tmp_path):
+    result = load_result(omb_only)
+    assert series.interval_seconds(result) == 10.0
+    assert series.throughput(result)[0].x[:2] == [10.0, 20.0]
+    curve = series.distribution(result, END_TO_END)
+    quantiles = result["aggregatedEndToEndLatencyQuantiles"]
+    assert curve.x and all(quantiles[repr(p)] == v for p, v in zip(curve.x, curve.y, strict=True))
+    page = write_report([omb_only], tmp_path / "omb.html").read_text()
+    for chart_id in CHART_IDS:
+        assert "<svg" in chart(page, chart_id)
+    assert "not a loadgen result" in page
+
+
+def test_a_run_without_consumers_says_there_is_no_end_to_end_data(producer_only, tmp_path):
+    page = write_report([producer_only], tmp_path / "r.html").read_text()
+    assert "no end-to-end latency was measured" in chart(page, "chart-e2e-latency")
+    assert "no end-to-end latency was measured" in chart(page, "chart-distribution")
+    assert "<svg" in chart(page, "chart-publish-latency")
+
+
+def test_several_results_share_each_chart_and_the_summary_table(hostile, producer_only, tmp_path):
+    page = write_report([hostile, producer_only], tmp_path / "r.html").read_text()
+    assert page.count('class="result"') == 2
+    assert "(no data)" in chart(page, "chart-e2e-latency")  # the producer-only run's legend
+    summary = page[page.index('id="summary"') :]
+    assert summary.index("&lt;script&gt;") < summary.index("producer only") < summary.index("</tr>")
+    assert 'class="change"' in summary
+
+
+@pytest.mark.parametrize("fmt", ["png", "svg"])
+def test_charts_export_as_image_files(hostile, tmp_path, fmt):
+    written = export_charts([hostile], tmp_path / "images", fmt)
+    names = [path.name for path in written]
+    assert names == [
+        f"{name}.{fmt}" for name in ("throughput", "publish-latency", "e2e-latency", "distribution")
+    ]
+    for path in written:
+        if fmt == "png":
+            assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        else:
+            assert ET.parse(path).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+
+
+def test_an_unknown_image_format_is_refused(hostile, tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        export_charts([hostile], tmp_path, "gif")
+    assert caught.value.path == "--format"
+
+
+def test_the_command_writes_the_report_beside_one_result(hostile):
+    done = CliRunner().invoke(cli, ["report", str(hostile)])
+    assert done.exit_code == 0, done.output
+    assert done.output.strip() == str(hostile.with_suffix(".html"))
+    assert hostile.with_suffix(".html").is_file()
+
+
+def test_the_command_compares_several_results_into_report_html_and_images(
+    hostile, producer_only, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    args = ["report", str(hostile), str(producer_only), "--images", "img", "--format", "svg"]
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 0, done.output
+    assert done.output.splitlines()[0] == "report.html"
+    assert (tmp_path / "report.html").is_file() and len(list((tmp_path / "img").glob("*.svg"))) == 4
+
+
+def test_the_command_exits_2_on_a_file_that_is_not_a_result(tmp_path):
+    workload_file = tmp_path / "workload.json"
+    workload_file.write_text(json.dumps({"name": "not a result"}))
+    done = subprocess.run(
+        [sys.executable, "-m", "loadgen", "report", str(workload_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert str(workload_file) in done.stderr and "not an OMB TestResult" in done.stderr
+    assert not (tmp_path / "workload.html").exists()

@@ -355,6 +355,10 @@ def report(
     type=click.Path(path_type=Path),
     help="Driver YAML with the client settings; the URL's address replaces its own.",
 )
+@click.option(
+    "--topic",
+    help="Probe this topic (created if absent, kept afterwards) instead of a temporary one.",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: one per second, then a summary.")
 def probe(
     url: str,
@@ -365,6 +369,7 @@ def probe(
     max_p50: float | None,
     max_p99: float | None,
     driver_file: Path | None,
+    topic: str | None,
     as_json: bool,
 ) -> None:
     """Probe the broker at URL (kafka://, amqp://, pulsar://, tcp:// for Pravega) for latency.
@@ -379,7 +384,7 @@ def probe(
             "must be positive", path="--duration", value=duration, allowed="a positive duration"
         )
     spec = probing.driver_for_url(url, driver_file)
-    settings = probing.ProbeSettings(rate, duration, size, metric, max_p50, max_p99)
+    settings = probing.ProbeSettings(rate, duration, size, metric, max_p50, max_p99, topic)
     started_ms: list[int] = []
 
     def on_interval(stats: IntervalStats) -> None:

@@ -4,7 +4,9 @@ A probe is a tiny tailing run (one topic, one partition, one producer, one consu
 intervals, no warm-up) on the same engine as ``loadgen run``, so its numbers mean the same.
 The URL scheme picks the driver; a driver YAML (``-d``) may supply the client settings, with the
 URL's address taking the place of the file's. Without one, the settings are latency-minded
-defaults for a real cluster: ``acks=all`` and no linger for Kafka, confirms for RabbitMQ.
+defaults for a real cluster: ``acks=all`` and no linger for Kafka, confirms for RabbitMQ. The
+Kafka consumer always starts at the topic's end, and assigns itself the partition unless the file
+says ``consumerAssignment: subscribe``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ SOURCE = "<probe>"
 KAFKA_DEFAULT_PORT = 9092
 METRICS = {"publish": PUBLISH, "e2e": END_TO_END}
 """``--metric`` names and the histogram each judges."""
+TOPIC_KINDS = ("kafka",)
+"""Drivers whose probe leaves nothing behind on a topic it keeps (Kafka: no queue to delete)."""
 PROBE_PERCENTILES = (50.0, 99.0)
 """What each per-second line shows besides the max; the summary adds p99.9."""
 
@@ -51,10 +55,14 @@ def _kafka(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
     defaults = {
         "replicationFactor": 0,
         "producerConfig": {"acks": "all", "linger.ms": "0"},
-        "consumerConfig": {"auto.offset.reset": "earliest", "enable.auto.commit": "false"},
+        "consumerConfig": {"enable.auto.commit": "false"},
     }
     merged = {**defaults, **config}
     merged["commonConfig"] = _set_property(merged.get("commonConfig"), "bootstrap.servers", servers)
+    # a probe reads what it sends, never the topic's history (which a --topic may have)
+    merged["consumerConfig"] = _set_property(
+        merged.get("consumerConfig"), "auto.offset.reset", "latest"
+    )
     merged.setdefault("consumerAssignment", "assign")  # no group join: first line in < 2 s
     return merged
 
@@ -119,6 +127,8 @@ class ProbeSettings:
     metric: str = "e2e"
     max_p50_ms: float | None = None
     max_p99_ms: float | None = None
+    topic: str | None = None
+    """Probe this topic (created if absent, kept afterwards) instead of a temporary one."""
 
 
 @dataclass(frozen=True)
@@ -160,12 +170,21 @@ def run_probe(
     spec: DriverSpec, settings: ProbeSettings, on_interval: Callable[[IntervalStats], None]
 ) -> Verdict:
     """Probe the broker of ``spec``; Ctrl-C ends it early with a verdict on what was measured."""
+    if settings.topic and spec.kind not in TOPIC_KINDS:
+        # elsewhere the probe's subscription (a queue, a subscription) would outlive it
+        raise ConfigError(
+            f"a named topic can be probed on {', '.join(TOPIC_KINDS)} only",
+            path="--topic",
+            value=settings.topic,
+            allowed=[f"{kind}:// URLs" for kind in TOPIC_KINDS],
+        )
     workload = probe_workload(settings)
     options = RunOptions(
         stats_interval_s=1.0,
         reachable_timeout_s=3.0,
         probe_timeout_s=10.0,
         drain_timeout_s=2.0,
+        topic_names=(settings.topic,) if settings.topic else (),
         on_interval=lambda stats, _backlog: on_interval(stats),
     )
     outcome = run_tailing(open_driver(spec), workload, build_payloads(workload, None), options)

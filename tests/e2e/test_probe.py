@@ -82,3 +82,24 @@ def test_a_non_broker_url_exits_2_listing_the_schemes():
     done, _ = probe("http://127.0.0.1:1")
     assert done.returncode == 2
     assert "kafka://host:port" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_named_topic_is_kept_and_a_second_probe_reads_only_its_own_messages(kafka_broker):
+    from confluent_kafka.admin import AdminClient
+
+    topic = f"probe-{free_port()}"
+    url = f"kafka://{kafka_broker.address}"
+    for _ in range(2):  # the second probe finds the first one's messages in the topic
+        done, _ = probe(url, "--topic", topic, "--duration", "2s", "--json")
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(done.stdout.splitlines()[-1])
+        assert summary["received"] == summary["sent"] > 0
+    admin = AdminClient({"bootstrap.servers": kafka_broker.address})
+    assert topic in admin.list_topics(timeout=10).topics
+
+
+def test_a_named_topic_elsewhere_is_refused_naming_the_option(rabbitmq_broker):
+    (uri,) = rabbitmq_broker.driver_config["amqpUris"]
+    done, _ = probe(uri, "--topic", "mine")
+    assert done.returncode == 2
+    assert "--topic" in done.stderr and "kafka:// URLs" in done.stderr

@@ -13,6 +13,7 @@ def test_kafka_url_gets_the_default_port_for_each_host_and_skips_the_group_join(
     spec = driver_for_url("kafka://a.example,b.example:9093")
     assert spec.kind == "kafka"
     assert "bootstrap.servers=a.example:9092,b.example:9093" in spec.config["commonConfig"]
+    assert spec.config["consumerConfig"]["auto.offset.reset"] == "latest"
     assert spec.config["consumerAssignment"] == "assign"
     assert spec.config["producerConfig"]["acks"] == "all"
 
@@ -28,7 +29,10 @@ def test_a_driver_file_supplies_settings_and_the_url_replaces_its_address(tmp_pa
     common = spec.config["commonConfig"].splitlines()
     # the URL's address comes last, so it wins when the properties are parsed
     assert common[-1] == "bootstrap.servers=127.0.0.1:19092"
-    assert spec.config["consumerConfig"] == "fetch.wait.max.ms=5"
+    assert spec.config["consumerConfig"].splitlines() == [
+        "fetch.wait.max.ms=5",
+        "auto.offset.reset=latest",
+    ]
     assert spec.config["consumerAssignment"] == "assign"
 
 

@@ -118,3 +118,28 @@ def test_scenarios_not_built_yet_are_refused_with_the_field_named(tmp_path, over
     with pytest.raises(ConfigError) as caught:
         run_one(workload(**overrides), None, MEMORY, tmp_path, RunOptions(duration_s=1))
     assert field in str(caught.value)
+
+
+def test_named_topics_are_used_as_given_and_never_deleted():
+    from drivers.memory import Driver
+    from loadgen.payload import build_payloads
+    from loadgen.scenarios.tailing import run_tailing
+
+    driver = Driver.from_config(MEMORY)
+    deleted = []
+    driver.delete_topics = deleted.extend  # the real driver, with deletions recorded
+    chosen = workload(subscriptionsPerTopic=1, producersPerTopic=1)
+    options = RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1, topic_names=("given",))
+    outcome = run_tailing(driver, chosen, build_payloads(chosen, None), options)
+    assert outcome.topics == ["given"] and not outcome.incomplete
+    assert outcome.totals.received == outcome.totals.sent > 0
+    assert deleted == []
+
+
+def test_topic_names_must_match_the_topic_count():
+    from drivers.memory import Driver
+    from loadgen.scenarios.tailing import run_tailing
+
+    options = RunOptions(duration_s=1, topic_names=("only-one",))
+    with pytest.raises(ConfigError, match="topic name"):
+        run_tailing(Driver.from_config(MEMORY), workload(topics=2), [b"x" * 256], options)

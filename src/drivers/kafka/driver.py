@@ -10,8 +10,9 @@
 * A full local queue (``BufferError``) blocks the send while serving delivery reports, like the
   Java client's blocking ``send()``; the wait shows up as publish delay.
 * ``consumerAssignment: assign`` (loadgen's) replaces the group subscription with a manual
-  assignment of every partition, starting where ``auto.offset.reset`` says (or at a committed
-  offset): no group join, so a consumer reads within milliseconds instead of seconds.
+  assignment of every partition, starting at a committed offset or where ``auto.offset.reset``
+  says (a "latest" start resolved when the consumer is created): no group join, so a consumer
+  reads within milliseconds instead of seconds.
 * Unless ``enable.auto.commit=true``, offsets are committed asynchronously after non-empty
   batches, at most every 100 ms (OMB commits after every poll; its polls return 100 ms batches,
   while this consumer wakes on the first message to keep end-to-end latency honest).
@@ -51,6 +52,8 @@ FULL_QUEUE_TIMEOUT_S = 30.0
 CONSUME_BATCH = 500
 COMMIT_INTERVAL_S = 0.1
 """Offsets are committed at most this often: a commit per small batch would swamp the broker."""
+LATEST_RESETS = {"latest", "largest", "end"}
+"""librdkafka's names for starting at the end (``largest`` is its default)."""
 IDLE_WAIT_S = 0.1
 """How long an idle consumer blocks for the next message (also how fast close/pause react)."""
 
@@ -98,6 +101,33 @@ class KafkaProducer:
         self._producer.flush(5.0)
 
 
+def _start_positions(
+    consumer: Consumer, topic: str, partitions: int, reset: str
+) -> list[TopicPartition]:
+    """Where each assigned partition starts: its committed offset, else as ``reset`` says.
+
+    A "latest" start is resolved here, to the high watermark, rather than by the fetcher later:
+    a message produced after the consumer was created is then never skipped.
+    """
+    if reset not in LATEST_RESETS:  # OFFSET_INVALID: committed, else reset, as a group member
+        return [TopicPartition(topic, p, OFFSET_INVALID) for p in range(partitions)]
+    wanted = [TopicPartition(topic, p) for p in range(partitions)]
+    try:
+        committed = consumer.committed(wanted, timeout=ADMIN_TIMEOUT_S)
+        return [
+            position
+            if position.offset >= 0
+            else TopicPartition(
+                topic,
+                position.partition,
+                consumer.get_watermark_offsets(position, timeout=ADMIN_TIMEOUT_S)[1],
+            )
+            for position in committed
+        ]
+    except KafkaException as error:
+        raise DriverError("kafka", f"finding where to start reading {topic}: {error}") from None
+
+
 class KafkaConsumer:
     def __init__(
         self,
@@ -112,10 +142,8 @@ class KafkaConsumer:
         if partitions is None:
             self._consumer.subscribe([topic], on_assign=self._on_assign)
         else:
-            # OFFSET_INVALID: the committed offset, else auto.offset.reset, as a group member
-            self._consumer.assign(
-                [TopicPartition(topic, p, OFFSET_INVALID) for p in range(partitions)]
-            )
+            reset = conf.get("auto.offset.reset", "largest")
+            self._consumer.assign(_start_positions(self._consumer, topic, partitions, reset))
         self._on_message = on_message
         self._auto_commit = auto_commit
         self._stop = threading.Event()

@@ -38,6 +38,8 @@ class RunOptions:
     warmup_s: float | None = None
     stats_interval_s: float = 10.0
     keep_topics: bool = False
+    topic_names: tuple[str, ...] = ()
+    """Use these topics (created if absent, never deleted) instead of fresh random ones."""
     probe_timeout_s: float = 60.0
     reachable_timeout_s: float = 10.0
     drain_timeout_s: float = 10.0
@@ -130,7 +132,7 @@ class _Measurement:
                 raise DriverError("producer", f"the producer loop stopped: {error!r}") from error
 
 
-def _check_supported(workload: Workload) -> None:
+def _check_supported(workload: Workload, options: RunOptions) -> None:
     unsupported = [
         (
             workload.is_rate_discovery,
@@ -145,6 +147,13 @@ def _check_supported(workload: Workload) -> None:
             workload.consumer_backlog_size_gb,
             "catch-up runs are not implemented yet",
             "0",
+        ),
+        (
+            bool(options.topic_names) and len(options.topic_names) != workload.topics,
+            "topics",
+            workload.topics,
+            f"{len(options.topic_names)} topic name(s) were given for this many topics",
+            f"{len(options.topic_names)}",
         ),
         (
             workload.producers_per_topic < 1,
@@ -163,7 +172,7 @@ def run_tailing(
     driver: Driver, workload: Workload, payloads: list[bytes], options: RunOptions
 ) -> RunOutcome:
     """Run ``workload`` on ``driver``; always returns what was measured, even when cut short."""
-    _check_supported(workload)
+    _check_supported(workload, options)
     worker = LocalWorker(driver)
     outcome = RunOutcome(started_ms=_now_ms())
     measurement = _Measurement(worker, workload, options)
@@ -173,7 +182,9 @@ def run_tailing(
         options.begin("setup")
         driver.check_reachable(options.reachable_timeout_s)
         clock.mark("connect")
-        outcome.topics = worker.create_topics(workload.topics, workload.partitions_per_topic)
+        outcome.topics = worker.create_topics(
+            workload.topics, workload.partitions_per_topic, options.topic_names
+        )
         clock.mark("topics")
         worker.create_consumers(
             workload.subscriptions_per_topic, workload.consumer_per_subscription
@@ -211,7 +222,7 @@ def run_tailing(
     finally:
         try:
             options.begin("teardown")
-            worker.close(delete_topics=not options.keep_topics)
+            worker.close(delete_topics=not (options.keep_topics or options.topic_names))
         except KeyboardInterrupt:  # a second Ctrl-C must not cost the result
             log.warning("teardown interrupted; topics %s may remain", outcome.topics)
         clock.mark("teardown")

@@ -77,8 +77,9 @@ class LocalWorker:
         self.totals = Totals()
 
     # -- set-up -----------------------------------------------------------------------------
-    def create_topics(self, count: int, partitions: int) -> list[str]:
-        names = topic_names(self.driver.topic_name_prefix, count)
+    def create_topics(self, count: int, partitions: int, names: tuple[str, ...] = ()) -> list[str]:
+        """``count`` fresh topics, or ``names`` as given (the driver creates those if absent)."""
+        names = list(names) or topic_names(self.driver.topic_name_prefix, count)
         self.driver.create_topics([TopicSpec(name, partitions) for name in names])
         self.topics = names
         return names

@@ -230,26 +230,29 @@ def test_an_unreachable_rabbitmq_exits_3_naming_the_uri_without_its_password(tin
     assert "Traceback" not in done.stderr
 
 
+def short_memory_run(workload, out):
+    """``run`` arguments for 2 s of ``workload`` on the in-process broker, 1-s intervals."""
+    driver = str(REPO / "configs/drivers/memory.yaml")
+    return [
+        "run",
+        "-d",
+        driver,
+        str(workload),
+        "--duration",
+        "2s",
+        "--stats-interval",
+        "1s",
+        "-o",
+        str(out),
+    ]
+
+
 def test_on_a_terminal_the_run_shows_a_live_view_and_keeps_the_interval_lines(tiny, tmp_path):
     import pty
 
     parent, child = pty.openpty()
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "loadgen",
-            "run",
-            "-d",
-            str(REPO / "configs/drivers/memory.yaml"),
-            str(tiny),
-            "--duration",
-            "2s",
-            "--stats-interval",
-            "1s",
-            "-o",
-            str(tmp_path),
-        ],
+        [sys.executable, "-m", "loadgen", *short_memory_run(tiny, tmp_path)],
         stdout=child,
         stderr=child,
         env={**os.environ, "COLUMNS": "160", "TERM": "xterm"},
@@ -274,20 +277,7 @@ def test_on_a_terminal_the_run_shows_a_live_view_and_keeps_the_interval_lines(ti
 
 
 def test_json_lines_output_is_only_json_on_stdout(tiny, tmp_path):
-    done = loadgen(
-        "run",
-        "-d",
-        str(REPO / "configs/drivers/memory.yaml"),
-        str(tiny),
-        "--duration",
-        "2s",
-        "--stats-interval",
-        "1s",
-        "-o",
-        str(tmp_path),
-        "--json-lines",
-        cwd=tmp_path,
-    )
+    done = loadgen(*short_memory_run(tiny, tmp_path), "--json-lines", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
     kinds = [r["type"] for r in records]

@@ -1,4 +1,5 @@
-"""Java HdrHistogram as the reference our histograms, percentiles and logs are checked against."""
+"""Shared unit-test fixtures: Java HdrHistogram as the reference our histograms, percentiles and
+logs are checked against, and one interval snapshot for the console and display tests."""
 
 import shutil
 import subprocess
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from loadgen import hdr
+from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
 
 JAR = Path("/usr/share/java/hdrhistogram.jar")
 JAVA_SOURCE = Path(__file__).resolve().parents[1] / "java" / "HdrCheck.java"
@@ -77,3 +79,26 @@ def java_hdr(tmp_path_factory):
     build = tmp_path_factory.mktemp("java")
     subprocess.run(["javac", "-cp", str(JAR), "-d", str(build), str(JAVA_SOURCE)], check=True)
     return JavaHdr(build)
+
+
+@pytest.fixture
+def make_interval():
+    """A 2-s interval: 20k sent, 19k received (1 KiB), 3 errors, publish 1.5 ms, e2e 4 ms."""
+
+    def make(*, warmup: bool = False) -> IntervalStats:
+        return IntervalStats(
+            start_ms=1_000,
+            end_ms=3_000,
+            sent=20_000,
+            received=19_000,
+            bytes_sent=20_000 * 1024,
+            bytes_received=19_000 * 1024,
+            send_errors=3,
+            warmup=warmup,
+            histograms={
+                PUBLISH: hdr.record_ns(PUBLISH, [1_500_000] * 100),
+                END_TO_END: hdr.record_ns(END_TO_END, [4_000_000] * 100),
+            },
+        )
+
+    return make

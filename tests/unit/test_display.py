@@ -3,44 +3,24 @@
 import io
 import json
 
-import numpy as np
 from rich.console import Console
 
-from loadgen import hdr
 from loadgen.report.display import (
     JsonLinesDisplay,
     LiveDisplay,
     PlainDisplay,
     display_for,
 )
-from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
 
 
-def interval(warmup=False):
-    return IntervalStats(
-        start_ms=1_000,
-        end_ms=3_000,
-        sent=20_000,
-        received=19_000,
-        bytes_sent=20_000 * 1024,
-        bytes_received=19_000 * 1024,
-        send_errors=3,
-        warmup=warmup,
-        histograms={
-            PUBLISH: hdr.record_ns(PUBLISH, np.full(100, 1_500_000)),
-            END_TO_END: hdr.record_ns(END_TO_END, np.full(100, 4_000_000)),
-        },
-    )
-
-
-def test_live_view_shows_phase_progress_rates_and_percentiles_and_keeps_lines_above():
+def test_live_view_shows_phase_progress_rates_and_percentiles_and_keeps_lines_above(make_interval):
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=140, color_system=None)
     with LiveDisplay(console, "quickstart on Kafka") as live:
         live.phase("measure", 60.0)
-        live.interval(interval(), backlog=1234)
+        live.interval(make_interval(), backlog=1234)
         console.print(live._render())
-        live.finish(interval(), "r.json")
+        live.finish(make_interval(), "r.json")
     text = out.getvalue()
     assert "quickstart on Kafka" in text
     assert "measure" in text and "0:00 / 1:00" in text
@@ -52,7 +32,7 @@ def test_live_view_shows_phase_progress_rates_and_percentiles_and_keeps_lines_ab
     assert "Aggregated end-to-end" in text
 
 
-def test_live_view_before_any_interval_shows_the_phase_clock_only():
+def test_live_view_before_any_interval_shows_the_phase_clock_only(make_interval):
     console = Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
     live = LiveDisplay(console, "t")
     live.phase("setup", None)
@@ -61,12 +41,12 @@ def test_live_view_before_any_interval_shows_the_phase_clock_only():
     assert "setup" in text and "0:00" in text and "msg/s" not in text
 
 
-def test_json_lines_are_one_parseable_object_per_event():
+def test_json_lines_are_one_parseable_object_per_event(make_interval):
     out = io.StringIO()
     display = JsonLinesDisplay(out)
     display.phase("warmup", 15.0)
-    display.interval(interval(warmup=True), backlog=7)
-    display.finish(interval(), "results/r.json")
+    display.interval(make_interval(warmup=True), backlog=7)
+    display.finish(make_interval(), "results/r.json")
     phase, record, summary = (json.loads(line) for line in out.getvalue().splitlines())
     assert phase["type"] == "phase" and phase["phase"] == "warmup" and phase["seconds"] == 15.0
     assert record["type"] == "interval" and record["phase"] == "warmup"
@@ -77,7 +57,7 @@ def test_json_lines_are_one_parseable_object_per_event():
     assert summary["publish_ms"]["p99.99"] == 1.5
 
 
-def test_json_summary_of_a_run_cut_before_measuring_has_no_latencies():
+def test_json_summary_of_a_run_cut_before_measuring_has_no_latencies(make_interval):
     out = io.StringIO()
     JsonLinesDisplay(out).finish(None, "partial.json")
     assert json.loads(out.getvalue()) == {
@@ -88,15 +68,15 @@ def test_json_summary_of_a_run_cut_before_measuring_has_no_latencies():
     }
 
 
-def test_quiet_prints_only_the_aggregate_and_plain_prints_every_interval():
+def test_quiet_prints_only_the_aggregate_and_plain_prints_every_interval(make_interval):
     quiet, plain = io.StringIO(), io.StringIO()
     for display in (PlainDisplay(quiet, quiet=True), PlainDisplay(plain)):
-        display.interval(interval(), backlog=0)
-        display.finish(interval(), "r.json")
+        display.interval(make_interval(), backlog=0)
+        display.finish(make_interval(), "r.json")
     assert "[measure]" not in quiet.getvalue() and "Aggregated publish" in quiet.getvalue()
     assert "[measure]" in plain.getvalue() and "Aggregated publish" in plain.getvalue()
 
 
-def test_auto_is_plain_when_the_output_is_not_a_terminal():
+def test_auto_is_plain_when_the_output_is_not_a_terminal(make_interval):
     assert isinstance(display_for("auto", "t", io.StringIO()), PlainDisplay)
     assert isinstance(display_for("json-lines", "t", io.StringIO()), JsonLinesDisplay)

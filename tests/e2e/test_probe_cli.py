@@ -103,3 +103,15 @@ def test_a_named_topic_elsewhere_is_refused_naming_the_option(rabbitmq_broker):
     done, _ = probe(uri, "--topic", "mine")
     assert done.returncode == 2
     assert "--topic" in done.stderr and "kafka:// URLs" in done.stderr
+
+
+def test_pulsar_probe_with_the_local_settings_loses_nothing(pulsar_broker, tmp_path):
+    driver_file = tmp_path / "pulsar.yaml"
+    driver_file.write_text(
+        yaml.safe_dump({"name": "local", "driver": "pulsar", **pulsar_broker.driver_config})
+    )
+    url = pulsar_broker.driver_config["client"]["serviceUrl"]
+    done, _ = probe(url, "-d", str(driver_file), "--duration", "2s", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.splitlines()[-1])
+    assert summary["sent"] == summary["received"] > 0 and summary["errors"] == 0

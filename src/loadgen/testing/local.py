@@ -13,11 +13,12 @@ from pathlib import Path
 
 from loadgen.errors import ConfigError
 from loadgen.testing.process import LocalBroker, process_alive
+from loadgen.testing.pulsar import start_pulsar_lite
 from loadgen.testing.rabbitmq import start_rabbitmq
 from loadgen.testing.tansu import start_tansu
 
-DEFAULT_PORTS = {"kafka": 19092, "rabbitmq": 5672}
-STARTERS = {"kafka": start_tansu, "rabbitmq": start_rabbitmq}
+DEFAULT_PORTS = {"kafka": 19092, "rabbitmq": 5672, "pulsar": 16650}
+STARTERS = {"kafka": start_tansu, "rabbitmq": start_rabbitmq, "pulsar": start_pulsar_lite}
 
 
 def state_dir() -> Path:

@@ -2,7 +2,8 @@
 
 Fixtures, all session-scoped brokers on free 127.0.0.1 ports, started on first use:
 
-* ``kafka_broker`` (tansu), ``rabbitmq_broker`` (Debian rabbitmq-server), ``pulsar_broker``;
+* ``kafka_broker`` (tansu), ``rabbitmq_broker`` (Debian rabbitmq-server), ``pulsar_broker``
+  (pulsar-lite, 16 partitions per auto-created topic);
   a broker that cannot run here skips the test with the reason (fails it when
   ``LOADGEN_REQUIRE_BROKERS=1``), as does one left out by ``--loadgen-broker``.
 * ``loadgen_broker``: each selected broker in turn (the test runs once per broker kind).
@@ -25,6 +26,7 @@ from loadgen.errors import LoadgenError, MissingExtra
 from loadgen.result import Result
 from loadgen.testing.benchmark import run_benchmarked
 from loadgen.testing.process import LocalBroker
+from loadgen.testing.pulsar import start_pulsar_lite
 from loadgen.testing.rabbitmq import INSTALL_HINT, rabbitmq_installed, start_rabbitmq
 from loadgen.testing.require import unavailable
 from loadgen.testing.tansu import start_tansu
@@ -73,14 +75,10 @@ def _rabbitmq() -> LocalBroker:
     return start_rabbitmq()
 
 
-def _pulsar() -> LocalBroker:
-    unavailable("this loadgen has no Pulsar driver yet, so there is no Pulsar broker to start")
-
-
 STARTERS: dict[str, Callable[[], LocalBroker]] = {
     "kafka": start_tansu,
     "rabbitmq": _rabbitmq,
-    "pulsar": _pulsar,
+    "pulsar": start_pulsar_lite,
 }
 
 

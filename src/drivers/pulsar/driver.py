@@ -1,0 +1,197 @@
+"""The Pulsar driver on pulsar-client, with OMB's Pulsar driver semantics.
+
+* One client per driver; one producer per loadgen producer (:mod:`.producer`), one listener
+  consumer per loadgen consumer (:mod:`.consumer`). Settings map as :mod:`.config` tabulates.
+* Topics are ``<topicType>://<namespacePrefix>-<rand7>/test-<n>-<rand>`` (OMB's names). With
+  an admin REST API answering at ``httpUrl``, the first ``create_topics`` creates the tenant and
+  namespace with OMB's policies, topics with more than one partition are created partitioned
+  (one partition: auto-created on first use, as OMB does), and deleted at teardown, then the
+  namespace too (OMB leaves both behind). Without admin REST (none configured, or none
+  answering, e.g. pulsar-lite) topics are auto-created by the broker with *its* partition
+  count, which the log reports next to the one asked for, and they stay on the broker.
+* Send timestamp: message property ``lg-send-ns`` (epoch ns, decimal); messages without it are
+  skipped (counted, logged once). Publish latency is timed from the ``send_async`` callback.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import string
+
+from drivers.pulsar.admin import Admin
+from drivers.pulsar.client import (
+    client_kwargs,
+    consumer_kwargs,
+    open_client,
+    producer_kwargs,
+    pulsar,
+)
+from drivers.pulsar.config import AckMode, PulsarConfig, warn_unexpressible
+from drivers.pulsar.consumer import PulsarConsumer
+from drivers.pulsar.producer import PulsarProducer
+from loadgen.driver import OnMessage, TopicSpec
+from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen.spec import parse_model
+from loadgen.spec.driver_spec import DriverSpec
+
+log = logging.getLogger("loadgen.pulsar")
+
+UNREACHABLE = (pulsar.ConnectError, pulsar.Timeout, pulsar.LookupError)
+"""What a lookup raises when no broker answers (anything else is a broker answering)."""
+NAMESPACE_ALPHABET = string.ascii_letters + string.digits
+
+
+def _rand7() -> str:
+    return "".join(secrets.choice(NAMESPACE_ALPHABET) for _ in range(7))
+
+
+class Driver:
+    """Selected by ``driver: pulsar`` or by OMB's Pulsar ``driverClass``."""
+
+    def __init__(self, spec: DriverSpec, config: PulsarConfig) -> None:
+        self.spec = spec
+        self.config = config
+        self.namespace = f"{config.client.namespace_prefix}-{_rand7()}"
+        self._admin = Admin(config.client) if config.client.http_url else None
+        self._rest: bool | None = None
+        self._namespace_created = False
+        self._created: dict[str, int] = {}
+        self._client: pulsar.Client | None = None
+        self._producer_settings = producer_kwargs(config.producer)
+        self._consumer_settings = consumer_kwargs(config.consumer)
+
+    @classmethod
+    def validate_config(cls, spec: DriverSpec) -> PulsarConfig:
+        config = parse_model(
+            PulsarConfig, dict(spec.config), file=spec.source, lenient=spec.lenient
+        )
+        client_kwargs(config.client)  # an authentication plugin the client rejects fails here
+        return config
+
+    @classmethod
+    def from_config(cls, spec: DriverSpec) -> Driver:
+        config = cls.validate_config(spec)
+        warn_unexpressible(config, spec.source)
+        return cls(spec, config)
+
+    @property
+    def topic_name_prefix(self) -> str:
+        return f"{self.config.client.topic_type.value}://{self.namespace}/test"
+
+    def _pulsar(self) -> pulsar.Client:
+        if self._client is None:
+            self._client = open_client(self.config.client)
+        return self._client
+
+    def check_reachable(self, timeout_s: float) -> None:
+        """A lookup in our (maybe not yet existing) namespace, on a client that gives up after
+        ``timeout_s``; a broker that answers with an error is reachable."""
+        url = self.config.client.service_url
+        client = open_client(self.config.client, timeout_s)
+        try:
+            client.get_topic_partitions(f"{self.topic_name_prefix}-reachability")
+        except UNREACHABLE as error:
+            raise BrokerUnreachable("pulsar", url, repr(error)) from None
+        except pulsar.PulsarException as error:
+            log.debug("reachability lookup answered with %r", error)
+        finally:
+            client.close()
+
+    def _uses_rest(self) -> bool:
+        if self._rest is None:
+            self._rest = self._admin is not None and self._admin.answers()
+            if not self._rest:
+                where = f"at {self.config.client.http_url}" if self._admin else "(no httpUrl)"
+                log.warning(
+                    "no admin REST API %s: topics are auto-created by the broker, with the "
+                    "broker's partition count, and stay on it after the run",
+                    where,
+                )
+                if "persistence" in self.config.client.model_fields_set:
+                    log.warning("client.persistence is not applied: it needs the admin REST API")
+        return self._rest
+
+    def create_topics(self, topics: list[TopicSpec]) -> None:
+        if not self._uses_rest():
+            self._report_auto_created(topics)
+            return
+        assert self._admin is not None
+        if not self._namespace_created:
+            client = self.config.client
+            self._admin.create_namespace(self.namespace, client.cluster_name, client.persistence)
+            self._namespace_created = True
+        for topic in topics:
+            if topic.partitions > 1:
+                self._admin.create_partitioned_topic(topic.name, topic.partitions)
+            self._created[topic.name] = topic.partitions
+        log.info("created %d topics in %s", len(topics), self.namespace)
+
+    def _report_auto_created(self, topics: list[TopicSpec]) -> None:
+        """Look each topic up (which makes the broker create it) and say where the partition
+        count differs from the one asked for."""
+        client = self._pulsar()
+        differing = []
+        for topic in topics:
+            try:
+                actual = len(client.get_topic_partitions(topic.name))
+            except pulsar.PulsarException as error:
+                raise DriverError("pulsar", f"looking up topic {topic.name}: {error}") from None
+            if actual != topic.partitions:
+                differing.append((topic.name, topic.partitions, actual))
+        if differing:
+            name, wanted, actual = differing[0]
+            log.warning(
+                "%d of %d topics have the broker's partition count, not the one asked for "
+                "(e.g. %s: %d asked, %d made)",
+                len(differing),
+                len(topics),
+                name,
+                wanted,
+                actual,
+            )
+
+    def delete_topics(self, names: list[str]) -> None:
+        if not names:
+            return
+        if not self._uses_rest():
+            log.info("%d topics stay on the broker (no admin REST API to delete them)", len(names))
+            return
+        assert self._admin is not None
+        for name in names:
+            try:
+                self._admin.delete_topic(name, partitioned=self._created.get(name, 1) > 1)
+                self._created.pop(name, None)
+            except DriverError as error:
+                log.warning("deleting topic %s failed: %s", name, error)
+
+    def create_producer(self, topic: str) -> PulsarProducer:
+        try:
+            producer = self._pulsar().create_producer(topic, **self._producer_settings)
+        except pulsar.PulsarException as error:
+            raise DriverError("pulsar", f"creating a producer on {topic}: {error!r}") from None
+        return PulsarProducer(producer)
+
+    def create_consumer(
+        self, topic: str, subscription: str, on_message: OnMessage
+    ) -> PulsarConsumer:
+        cumulative = self.config.consumer.ack_mode is AckMode.CUMULATIVE
+        try:
+            return PulsarConsumer(
+                self._pulsar(), topic, subscription, on_message, self._consumer_settings, cumulative
+            )
+        except pulsar.PulsarException as error:
+            raise DriverError(
+                "pulsar", f"subscribing {subscription} to {topic}: {error!r}"
+            ) from None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._namespace_created and not self._created and self._admin is not None:
+            try:
+                self._admin.delete_namespace(self.namespace)
+            except DriverError as error:
+                log.warning("deleting namespace %s failed: %s", self.namespace, error)
+            self._namespace_created = False

@@ -1,0 +1,119 @@
+"""A local Pulsar broker: pulsar-lite, a single-node Pulsar-protocol broker shipped in a wheel.
+
+It is spawned from the binary inside the package (its Python wrapper passes no config file, so
+its metrics would bind 0.0.0.0:8080) with a TOML config that disables metrics, on 127.0.0.1 and
+a fresh data dir. pulsar-lite has no admin REST: ``default_partitions`` (one setting for every
+auto-created topic) is the only way to get partitions, so the driver section given back has no
+``httpUrl`` and the driver falls back to auto-created topics. Its known defects (duplicates on
+Exclusive/Failover subscriptions, catch-up stalls with receiver queues above 200 on partitioned
+topics, broken seek) are answered by :data:`PULSAR_LITE_CLIENT_SETTINGS`, never by driver
+defaults.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from loadgen.errors import DriverError, MissingExtra
+from loadgen.testing.process import LocalBroker, free_port, port_open
+
+READY_TIMEOUT_S = 10.0
+DEFAULT_PARTITIONS = 16
+
+PULSAR_LITE_CLIENT_SETTINGS: dict[str, Any] = {
+    "client": {"ioThreads": 1},
+    "producer": {"blockIfQueueFull": True},
+    "consumer": {"subscriptionType": "Shared", "receiverQueueSize": 200},
+}
+"""What pulsar-lite needs, measured (local-brokers.md §4; configs/drivers/pulsar-local.yaml says
+the same): Exclusive and Failover deliver duplicates, so Shared; a partitioned catch-up stalls
+with receiver queues above 200; one I/O thread, since client and broker share the cores."""
+
+
+def pulsar_lite_binary() -> Path:
+    try:
+        import pulsar_lite
+    except ImportError:
+        raise MissingExtra("pulsar-lite", "test") from None
+    return Path(pulsar_lite.__file__).parent / "bin" / "pulsar-lite"
+
+
+def pulsar_lite_driver_config(address: str) -> dict[str, Any]:
+    """A Pulsar driver section pointing at pulsar-lite on ``address``, with what it needs."""
+    settings = PULSAR_LITE_CLIENT_SETTINGS
+    return {**settings, "client": {**settings["client"], "serviceUrl": f"pulsar://{address}"}}
+
+
+def _remove_old_data(folder: Path) -> None:
+    """pulsar-lite keeps ``X.rocksdb/`` and ``X.metadata.json`` for ``--db-path X``."""
+    for old in folder.glob("pulsar-lite-*.rocksdb"):
+        shutil.rmtree(old, ignore_errors=True)
+    for old in folder.glob("pulsar-lite-*.metadata.json"):
+        old.unlink(missing_ok=True)
+
+
+def _toml(default_partitions: int) -> str:
+    return (
+        'log_level = "info"\n'
+        f"default_partitions = {default_partitions}\n"
+        "[metrics]\n"
+        "enabled = false\n"
+    )
+
+
+def start_pulsar_lite(
+    port: int | None = None,
+    data_dir: Path | None = None,
+    *,
+    detach: bool = False,
+    default_partitions: int = DEFAULT_PARTITIONS,
+) -> LocalBroker:
+    """Start pulsar-lite on 127.0.0.1:``port`` (a free one by default) and wait until it accepts.
+
+    Every topic it auto-creates gets ``default_partitions`` partitions (0: non-partitioned).
+    The data is always fresh: earlier pulsar-lite data in a ``data_dir`` given is removed.
+    ``detach`` starts it in its own session so it outlives this process (``loadgen brokers up``).
+    """
+    binary = pulsar_lite_binary()
+    chosen = port or free_port()
+    if port_open(chosen):
+        raise DriverError("pulsar", f"port 127.0.0.1:{chosen} is already in use")
+    temporary = None if data_dir else tempfile.mkdtemp(prefix="loadgen-pulsar-")
+    folder = Path(data_dir or temporary)
+    folder.mkdir(parents=True, exist_ok=True)
+    _remove_old_data(folder)
+    db_path = folder / f"pulsar-lite-{chosen}"
+    config_path = folder / f"pulsar-lite-{chosen}.toml"
+    config_path.write_text(_toml(default_partitions))
+    log_path = folder / f"pulsar-lite-{chosen}.log"
+    address = f"127.0.0.1:{chosen}"
+    command = [str(binary), "--config", str(config_path), "--addr", address]
+    with open(log_path, "ab") as log_file:
+        process = subprocess.Popen(
+            [*command, "--db-path", str(db_path)],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=detach,
+        )
+    broker = LocalBroker(
+        "pulsar",
+        address,
+        process.pid,
+        str(log_path),
+        pulsar_lite_driver_config(address),
+        temporary,
+    )
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not port_open(chosen):
+        if process.poll() is not None or time.monotonic() > deadline:
+            tail = log_path.read_text(errors="replace")[-2000:]
+            broker.stop()
+            raise DriverError("pulsar", f"pulsar-lite did not start on {address}:\n{tail}")
+        time.sleep(0.01)
+    return broker

@@ -1,0 +1,338 @@
+"""The Pulsar driver against pulsar-lite: each setting reaches the client, observed where the
+broker lets us observe it.
+
+pulsar-lite's limits (local-brokers.md §4), which these tests work around rather than test:
+Exclusive and Failover subscriptions deliver duplicates (so exact counts use Shared, and those
+types are only checked for "every message arrives"), seek is broken (a new Earliest
+subscription reads a backlog instead), a second Exclusive consumer is refused only after a 10 s
+timeout, there is no admin REST (a fake one on loopback checks the requests instead), the
+partition count is one broker-wide setting (a second broker serves non-partitioned topics), and
+two clients cannot share a subscription: it keys consumers by the client's consumer id alone
+("Consumer 0 already exists"), so competing consumers here come from one driver.
+"""
+
+import json
+import logging
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
+
+import pulsar
+import pytest
+
+from drivers.pulsar.producer import TIMESTAMP_PROPERTY
+from loadgen.driver import TopicSpec, open_driver
+from loadgen.errors import BrokerUnreachable
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.testing.process import free_port
+from loadgen.testing.pulsar import start_pulsar_lite
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def flat_broker():
+    """pulsar-lite with non-partitioned topics (its partition count is broker-wide)."""
+    broker = start_pulsar_lite(default_partitions=0)
+    yield broker
+    broker.stop()
+
+
+def merged(base, changes):
+    return {k: {**base.get(k, {}), **changes.get(k, {})} for k in base.keys() | changes.keys()}
+
+
+@pytest.fixture
+def driver():
+    """``driver(broker, producer={...}, ...)``: a driver on ``broker``, closed after the test."""
+    opened = []
+
+    def make(broker, **sections):
+        config = merged(broker.driver_config, sections)
+        opened.append(open_driver(DriverSpec("Pulsar", "pulsar", config, "pulsar-lite")))
+        return opened[-1]
+
+    yield make
+    for each in opened:
+        each.close()
+
+
+@pytest.fixture
+def topic(request):
+    return f"persistent://public/default/lg-{request.node.name[:30]}-{time.monotonic_ns()}"
+
+
+def wait_for(condition, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def send_all(producer, count, key=None):
+    """Send ``count`` numbered payloads; return the error (or None) of each."""
+    outcomes = []
+    for index in range(count):
+        producer.send(key(index) if key else None, b"%d" % index, lambda e, *_: outcomes.append(e))
+    assert producer.flush(30) == 0
+    return outcomes
+
+
+def read_back(broker, topic, count):
+    """Every message of ``topic`` as the raw client sees it (a new Earliest subscription)."""
+    client = pulsar.Client(broker.driver_config["client"]["serviceUrl"])
+    consumer = client.subscribe(
+        topic, "read-back", initial_position=pulsar.InitialPosition.Earliest
+    )
+    messages = [consumer.receive(5000) for _ in range(count)]
+    client.close()
+    return messages
+
+
+def test_send_time_travels_in_a_property_in_epoch_ns(driver, flat_broker, topic):
+    producer = driver(flat_broker).create_producer(topic)
+    before = time.time_ns()
+    assert send_all(producer, 3) == [None] * 3
+    stamps = [int(m.properties()[TIMESTAMP_PROPERTY]) for m in read_back(flat_broker, topic, 3)]
+    assert all(before <= stamp <= time.time_ns() for stamp in stamps)
+
+
+@pytest.mark.parametrize(("batching", "most_entries"), [(True, 50), (False, 500)])
+def test_batching_decides_how_many_messages_share_an_entry(
+    driver, flat_broker, topic, batching, most_entries
+):
+    producer = driver(
+        flat_broker, producer={"batchingEnabled": batching, "batchingMaxPublishDelayMs": 20}
+    ).create_producer(topic)
+    assert send_all(producer, 500) == [None] * 500
+    ids = [m.message_id() for m in read_back(flat_broker, topic, 500)]
+    entries = {(i.ledger_id(), i.entry_id()) for i in ids}
+    if batching:
+        assert len(entries) <= most_entries
+        assert max(i.batch_index() for i in ids) > 0
+    else:
+        assert len(entries) == 500
+
+
+def prefetched_by_a_paused_consumer(broker, driver, topic, consumer_settings, count):
+    """How many of ``count`` messages a paused consumer's receiver queues took: a second
+    consumer of the subscription, started afterwards, gets the rest at once, and those held
+    back once the paused one closes unacknowledged. Batching is off, since the broker hands
+    out whole batches whatever the permits."""
+    pulsar_driver = driver(broker, producer={"batchingEnabled": False}, consumer=consumer_settings)
+    held, others = [], []
+    paused = pulsar_driver.create_consumer(topic, "sub", lambda p, s: held.append(p))
+    paused.pause()
+    assert send_all(pulsar_driver.create_producer(topic), count) == [None] * count
+    time.sleep(0.5)
+    pulsar_driver.create_consumer(topic, "sub", lambda p, s: others.append(p))
+    time.sleep(1.5)
+    prefetched = count - len(others)
+    paused.close()
+    assert wait_for(lambda: len(others) == count)
+    assert held == []  # paused: its listener never ran
+    assert sorted(others) == sorted(b"%d" % i for i in range(count))
+    return prefetched
+
+
+def test_a_paused_consumer_prefetches_exactly_its_receiver_queue(driver, flat_broker, topic):
+    assert (
+        prefetched_by_a_paused_consumer(flat_broker, driver, topic, {"receiverQueueSize": 10}, 300)
+        == 10
+    )
+
+
+def test_receiver_queues_are_per_partition_capped_by_the_total(driver, pulsar_broker, topic):
+    assert (
+        prefetched_by_a_paused_consumer(
+            pulsar_broker, driver, topic, {"receiverQueueSize": 10}, 1600
+        )
+        == 16 * 10
+    )
+    capped = {"receiverQueueSize": 100, "maxTotalReceiverQueueSizeAcrossPartitions": 32}
+    other_topic = f"{topic}-capped"
+    assert prefetched_by_a_paused_consumer(pulsar_broker, driver, other_topic, capped, 1600) == 32
+
+
+def test_shared_consumers_split_the_messages_without_duplicates(driver, pulsar_broker, topic):
+    # small receiver queues: with 200 × 16 partitions the first consumer to subscribe could take
+    # all 2000 before the second asks
+    pulsar_driver = driver(pulsar_broker, consumer={"receiverQueueSize": 10})
+    got = [[], []]
+    consumers = [
+        pulsar_driver.create_consumer(topic, "sub", lambda p, s, box=box: box.append(p))
+        for box in got
+    ]
+    producer = pulsar_driver.create_producer(topic)
+    assert send_all(producer, 2000) == [None] * 2000
+    assert wait_for(lambda: len(got[0]) + len(got[1]) >= 2000)
+    time.sleep(0.3)
+    assert sorted(got[0] + got[1]) == sorted(b"%d" % i for i in range(2000))
+    # both consumers took part (how evenly depends on when each got its permits in)
+    assert min(len(got[0]), len(got[1])) > 0
+    for consumer in consumers:
+        consumer.close()
+
+
+def test_key_shared_with_key_based_batching_keeps_each_key_on_one_consumer(
+    driver, pulsar_broker, topic
+):
+    pulsar_driver = driver(
+        pulsar_broker,
+        producer={"batchingType": "key-based"},
+        consumer={"subscriptionType": "Key_Shared"},
+    )
+    got = [[], []]
+    for box in got:
+        pulsar_driver.create_consumer(topic, "sub", lambda p, s, box=box: box.append(p))
+    producer = pulsar_driver.create_producer(topic)
+    keys = [b"key-%d" % (i % 40) for i in range(2000)]
+    assert send_all(producer, 2000, key=keys.__getitem__) == [None] * 2000
+    assert wait_for(lambda: len(got[0]) + len(got[1]) >= 2000)
+    seen_by = [{keys[int(p)] for p in box} for box in got]
+    assert not seen_by[0] & seen_by[1]
+
+
+@pytest.mark.parametrize(
+    ("kind", "ack_mode"), [("Exclusive", "individual"), ("Failover", "cumulative")]
+)
+def test_exclusive_and_failover_deliver_every_message(driver, flat_broker, topic, kind, ack_mode):
+    """Exact counts are pulsar-lite's bug to break (duplicates), so: every message arrives."""
+    pulsar_driver = driver(flat_broker, consumer={"subscriptionType": kind, "ackMode": ack_mode})
+    got = []
+    pulsar_driver.create_consumer(topic, "sub", lambda p, s: got.append(p))
+    producer = pulsar_driver.create_producer(topic)
+    assert send_all(producer, 200) == [None] * 200
+    wanted = {b"%d" % i for i in range(200)}
+    assert wait_for(lambda: wanted <= set(got))
+
+
+def test_acknowledged_messages_are_not_delivered_again(driver, flat_broker, topic):
+    pulsar_driver = driver(flat_broker)
+    got = []
+    consumer = pulsar_driver.create_consumer(topic, "sub", lambda p, s: got.append(p))
+    producer = pulsar_driver.create_producer(topic)
+    assert send_all(producer, 300) == [None] * 300
+    assert wait_for(lambda: len(got) == 300)
+    time.sleep(0.3)  # the client sends grouped acks every 100 ms
+    consumer.close()
+    again = []
+    pulsar_driver.create_consumer(topic, "sub", lambda p, s: again.append(p))
+    time.sleep(1)
+    assert again == []
+
+
+def test_a_full_queue_without_blocking_fails_sends_and_counts_them(driver, flat_broker, topic):
+    settings = {"pendingQueueSize": 10, "batchingMaxPublishDelayMs": 200}
+    failing = driver(flat_broker, producer={**settings, "blockIfQueueFull": False})
+    outcomes = send_all(failing.create_producer(topic), 200)
+    errors = [error for error in outcomes if error is not None]
+    assert len(outcomes) == 200
+    assert 0 < len(errors) < 200
+    assert all("ProducerQueueIsFull" in str(error) for error in errors)
+    blocking = driver(flat_broker, producer={**settings, "blockIfQueueFull": True})
+    assert send_all(blocking.create_producer(topic), 200) == [None] * 200
+
+
+def test_partition_switch_frequency_keeps_a_burst_on_few_partitions(driver, pulsar_broker, topic):
+    sticky = driver(
+        pulsar_broker,
+        producer={
+            "batchingMaxPublishDelayMs": 1,
+            "batchingPartitionSwitchFrequencyByPublishDelay": 10_000,
+        },
+    )
+    assert send_all(sticky.create_producer(topic), 300) == [None] * 300
+    partitions = {m.topic_name() for m in read_back(pulsar_broker, topic, 300)}
+    assert len(partitions) <= 2  # one partition per 10 s, and the burst took well under that
+
+
+def test_a_wrong_service_url_fails_within_15_s_naming_it(driver, flat_broker):
+    url = f"pulsar://127.0.0.1:{free_port()}"
+    wrong = open_driver(DriverSpec("Pulsar", "pulsar", {"client": {"serviceUrl": url}}, "x"))
+    started = time.monotonic()
+    with pytest.raises(BrokerUnreachable) as caught:
+        wrong.check_reachable(10)
+    assert time.monotonic() - started < 15
+    assert url in str(caught.value)
+    driver(flat_broker).check_reachable(10)  # and a right one passes
+
+
+class FakeAdmin(BaseHTTPRequestHandler):
+    """An admin REST API that records requests and answers like Pulsar (204, clusters list)."""
+
+    requests: ClassVar[list] = []
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else None
+        self.requests.append((self.command, self.path, body))
+        reply = b'["standalone"]' if self.path.endswith("/clusters") else b""
+        self.send_response(200 if reply else 204)
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    do_GET = do_PUT = do_POST = do_DELETE = _answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_admin():
+    FakeAdmin.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeAdmin)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", FakeAdmin.requests
+    server.shutdown()
+
+
+def test_with_admin_rest_the_driver_creates_and_removes_namespace_and_topics(
+    driver, flat_broker, fake_admin
+):
+    url, requests = fake_admin
+    pulsar_driver = driver(flat_broker, client={"httpUrl": url, "clusterName": "c1"})
+    namespace = pulsar_driver.namespace
+    prefix = pulsar_driver.topic_name_prefix
+    pulsar_driver.create_topics([TopicSpec(f"{prefix}-a", 4), TopicSpec(f"{prefix}-b", 1)])
+    pulsar_driver.delete_topics([f"{prefix}-a", f"{prefix}-b"])
+    pulsar_driver.close()
+    path = prefix.replace("persistent://", "persistent/")
+    assert (
+        "PUT",
+        "/admin/v2/tenants/benchmark",
+        {"adminRoles": [], "allowedClusters": ["c1"]},
+    ) in requests
+    assert ("PUT", f"/admin/v2/namespaces/{namespace}", None) in requests
+    assert (
+        "POST",
+        f"/admin/v2/namespaces/{namespace}/persistence",
+        {
+            "bookkeeperEnsemble": 3,
+            "bookkeeperWriteQuorum": 3,
+            "bookkeeperAckQuorum": 2,
+            "managedLedgerMaxMarkDeleteRate": 1.0,
+        },
+    ) in requests
+    assert ("POST", f"/admin/v2/namespaces/{namespace}/deduplication", False) in requests
+    assert ("PUT", f"/admin/v2/{path}-a/partitions", 4) in requests
+    assert not any(p.startswith(f"/admin/v2/{path}-b") for m, p, _ in requests if m == "PUT")
+    assert ("DELETE", f"/admin/v2/{path}-a/partitions?force=true", None) in requests
+    assert ("DELETE", f"/admin/v2/{path}-b?force=true", None) in requests
+    assert requests[-1] == ("DELETE", f"/admin/v2/namespaces/{namespace}", None)
+
+
+def test_without_admin_rest_topics_are_the_brokers_and_the_log_says_so(
+    driver, pulsar_broker, topic, caplog
+):
+    pulsar_driver = driver(pulsar_broker, client={"httpUrl": f"http://127.0.0.1:{free_port()}"})
+    with caplog.at_level(logging.INFO, logger="loadgen.pulsar"):
+        pulsar_driver.create_topics([TopicSpec(topic, 4)])
+        pulsar_driver.delete_topics([topic])
+    assert "no admin REST API at http://127.0.0.1" in caplog.text
+    assert "4 asked, 16 made" in caplog.text
+    assert "stay on the broker" in caplog.text

@@ -16,12 +16,12 @@ from typing import Any
 
 from loadgen.errors import ConfigError
 from loadgen.report import charts, series
+from loadgen.report.console import MB
 from loadgen.results.compare import load_result
 from loadgen.results.files import write_bytes_atomic, write_text_atomic
 from loadgen.stats import END_TO_END, PUBLISH
 
 Result = dict[str, Any]
-MB = 1024 * 1024
 IMAGE_FORMATS = ("png", "svg")
 LATENCY_POINTS = (
     ("p50", "50pct"),

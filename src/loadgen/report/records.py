@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from loadgen import hdr
+from loadgen.report.console import MB
 from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
-
-MB = 1024 * 1024
 
 
 def latency_ms(

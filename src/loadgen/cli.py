@@ -389,7 +389,7 @@ def probe(
 
     def on_interval(stats: IntervalStats) -> None:
         started_ms[:] = started_ms or [stats.start_ms]
-        record = probing.interval_record(stats, (stats.end_ms - started_ms[0]) / 1000)
+        record = probing.second_record(stats, (stats.end_ms - started_ms[0]) / 1000)
         click.echo(probing.as_json_line(record) if as_json else probing.format_interval(record))
 
     if not as_json:

@@ -227,7 +227,7 @@ def _verdict(outcome: RunOutcome, settings: ProbeSettings) -> Verdict:
     )
 
 
-def interval_record(stats: IntervalStats, elapsed_s: float) -> dict[str, Any]:
+def second_record(stats: IntervalStats, elapsed_s: float) -> dict[str, Any]:
     """One interval as the probe reports it (``--json`` prints exactly this)."""
     return {
         "elapsed_s": round(elapsed_s, 3),

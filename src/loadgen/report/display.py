@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol, Self, TextIO
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -24,7 +24,6 @@ from loadgen.report.console import format_aggregate, format_interval
 from loadgen.report.records import interval_record, latency_ms
 from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
 
-MODES = ("auto", "live", "plain", "json-lines", "quiet")
 SUMMARY_PERCENTILES = (50, 99, 99.9, 99.99)
 
 
@@ -36,22 +35,26 @@ class RunDisplay(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
+class _Stateless:
+    """A display with nothing to start or stop around a run."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 def _phase_of(stats: IntervalStats) -> str:
     return "warmup" if stats.warmup else "measure"
 
 
-class PlainDisplay:
+class PlainDisplay(_Stateless):
     """One line per interval on stdout, phases on stderr; ``quiet`` keeps only the aggregate."""
 
     def __init__(self, out: TextIO, *, quiet: bool = False) -> None:
         self._out = out
         self._quiet = quiet
-
-    def __enter__(self) -> PlainDisplay:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
     def phase(self, name: str, seconds: float | None) -> None:
         if not self._quiet and seconds is not None and name in ("warmup", "measure"):
@@ -66,17 +69,11 @@ class PlainDisplay:
             print(format_aggregate(aggregate), file=self._out, flush=True)
 
 
-class JsonLinesDisplay:
+class JsonLinesDisplay(_Stateless):
     """One JSON object per phase, interval and run summary on stdout, nothing else there."""
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
-
-    def __enter__(self) -> JsonLinesDisplay:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
     def _emit(self, record: dict[str, Any]) -> None:
         self._out.write(json.dumps(record, separators=(",", ":")) + "\n")

@@ -78,6 +78,7 @@ def run(
     stats_interval: Duration = 1.0,
     keep_topics: bool = False,
     on_interval: Callable[[IntervalStats, int], None] | None = None,
+    pipeline: str | Path | None = None,
 ) -> Result:
     """Run one workload against one broker and return what was measured.
 
@@ -85,7 +86,8 @@ def run(
     YAML files, or (for ``driver``) a :class:`~loadgen.testing.process.LocalBroker`.
     ``duration``/``warmup`` override the workload's minutes. A run cut short (a broker error
     mid-run, Ctrl-C) raises :class:`~loadgen.errors.RunAborted` whose ``partial`` attribute
-    holds the Result of what was measured.
+    holds the Result of what was measured. ``pipeline`` lands every interval in that directory
+    for ``loadgen pipeline ingest``, as ``loadgen run --pipeline`` does.
     """
     chosen, path = _as_workload(workload)
     spec = _as_driver(driver)
@@ -102,6 +104,7 @@ def run(
         warmup_s=_seconds(warmup, "warmup"),
         stats_interval_s=interval,
         keep_topics=keep_topics,
+        pipeline_dir=None if pipeline is None else str(pipeline),
         on_interval=on_interval,
     )
     name, document, outcome = execute(chosen, path, spec, options)

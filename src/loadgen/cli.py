@@ -14,6 +14,7 @@ import click
 
 import loadgen
 from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
+from loadgen.pipeline.commands import pipeline
 from loadgen.report.display import display_for
 from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
@@ -120,6 +121,13 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
     help="One JSON object per phase, interval and run summary on stdout, for programs.",
 )
 @click.option("--no-report", is_flag=True, help="Do not write the HTML report beside the result.")
+@click.option(
+    "--pipeline",
+    "pipeline_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also land every interval in DIR for `loadgen pipeline ingest` (Spark).",
+)
 def run(
     workloads: tuple[Path, ...],
     drivers: tuple[Path, ...],
@@ -133,6 +141,7 @@ def run(
     plain: bool,
     json_lines: bool,
     no_report: bool,
+    pipeline_dir: Path | None,
 ) -> None:
     """Run each WORKLOAD against each driver, in order, as OMB does.
 
@@ -160,6 +169,7 @@ def run(
         warmup_s=warmup,
         stats_interval_s=stats_interval,
         keep_topics=keep_topics,
+        pipeline_dir=None if pipeline_dir is None else str(pipeline_dir),
     )
     single_run = len(loaded) * len(specs) == 1
     worst = 0
@@ -430,6 +440,9 @@ def brokers(action: str, kind: str, port: int | None) -> None:
         )
         if broker is None:
             sys.exit(1)
+
+
+cli.add_command(pipeline)
 
 
 def main() -> None:

@@ -5,7 +5,8 @@ Shared by the CLI and the Python API, so both write the same files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,10 @@ from typing import Any
 from loadgen.driver import open_driver
 from loadgen.errors import RunAborted
 from loadgen.payload import build_payloads
+from loadgen.pipeline.landing import LOCAL_WORKER, RunIdentity, open_landing
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.hlog import write_hlogs
-from loadgen.results.metadata import run_metadata
+from loadgen.results.metadata import configuration, run_metadata
 from loadgen.results.testresult import ResultHeader, build_test_result
 from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
 from loadgen.spec import Workload
@@ -40,12 +42,23 @@ def execute(
     """Run ``workload`` against ``spec``: its name, the result document, the raw outcome.
 
     Never raises for a run cut short: the outcome says ``incomplete`` and the document has
-    everything measured until then.
+    everything measured until then (and the pipeline, if any, gets the end marker all the same).
     """
+    name = workload.name or (workload_path.stem if workload_path else "workload")
+    run_id = uuid.uuid4().hex
+    setup = configuration(workload, spec)
+    landing = None
+    if options.pipeline_dir is not None:
+        identity = RunIdentity(run_id, LOCAL_WORKER, 1, name, spec.name, spec.kind, setup)
+        landing = open_landing(Path(options.pipeline_dir), identity)
+        options = replace(options, on_interval=landing.chain(options.on_interval))
     payloads = build_payloads(workload, workload_path)
     driver = open_driver(spec)
     outcome = run_tailing(driver, workload, payloads, options)
-    name = workload.name or (workload_path.stem if workload_path else "workload")
+    if landing is not None:
+        landing.end(
+            outcome.intervals, incomplete=outcome.incomplete, stop_reason=outcome.stop_reason
+        )
     header = ResultHeader(
         workload=name,
         driver=spec.name,
@@ -59,7 +72,7 @@ def execute(
     result = build_test_result(
         header,
         outcome.intervals,
-        run=run_metadata(workload, spec, options, outcome),
+        run=run_metadata(workload, spec, options, outcome, run_id, setup),
         probe_sent=outcome.totals.probe_sent,
         probe_received=outcome.totals.probe_received,
         incomplete=outcome.incomplete,

@@ -106,3 +106,16 @@ def test_assert_slo_fails_a_lossy_or_erroring_run_by_default(result):
         loadgen.assert_slo(lossy)
     assert "7 messages never received" in str(caught.value)
     loadgen.assert_slo(lossy, max_errors=3, max_missing=7)
+
+
+def test_a_pipeline_directory_gets_every_interval_and_the_end_marker(tmp_path):
+    landed = loadgen.run(STREAM, MEMORY, duration="2s", warmup=0, pipeline=tmp_path / "landing")
+    files = sorted(p.name for p in (tmp_path / "landing").iterdir())
+    run_id = landed.document["run"]["runId"]
+    assert files == [
+        f"{run_id}-local-000000.json",
+        f"{run_id}-local-000001.json",
+        f"{run_id}-local-end.json",
+    ]
+    last = json.loads((tmp_path / "landing" / files[1]).read_text().splitlines()[0])
+    assert last["hist"] == landed.document["histograms"]["publish"]["periods"][1]

@@ -81,10 +81,8 @@ def _git_sha() -> str | None:
     return done.stdout.strip() or None
 
 
-def run_metadata(
-    workload: Workload, spec: DriverSpec, options: RunOptions, outcome: RunOutcome
-) -> dict[str, Any]:
-    """The ``run`` block of the result: versions, host, config echo, drain and clock facts."""
+def configuration(workload: Workload, spec: DriverSpec) -> dict[str, Any]:
+    """What a run is, known before it starts: versions, host, workload and driver config."""
     return {
         "loadgenVersion": loadgen.__version__,
         "pythonVersion": platform.python_version(),
@@ -93,10 +91,28 @@ def run_metadata(
         "cpuCount": os.cpu_count(),
         "platform": platform.platform(),
         "gitSha": _git_sha(),
-        "startedAt": datetime.fromtimestamp(outcome.started_ms / 1000, UTC).isoformat(),
-        "endedAt": datetime.fromtimestamp(outcome.ended_ms / 1000, UTC).isoformat(),
         "workload": workload.model_dump(by_alias=True, mode="json"),
         "driver": {"name": spec.name, "driver": spec.kind, "config": redact(dict(spec.config))},
+    }
+
+
+def run_metadata(
+    workload: Workload,
+    spec: DriverSpec,
+    options: RunOptions,
+    outcome: RunOutcome,
+    run_id: str,
+    setup: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``run`` block of the result: id, configuration, config echo, drain and clock facts.
+
+    ``setup`` is the run's :func:`configuration` when the caller already has it.
+    """
+    return {
+        "runId": run_id,
+        **(setup or configuration(workload, spec)),
+        "startedAt": datetime.fromtimestamp(outcome.started_ms / 1000, UTC).isoformat(),
+        "endedAt": datetime.fromtimestamp(outcome.ended_ms / 1000, UTC).isoformat(),
         "options": {  # the callbacks (on_interval, on_phase) are code, not settings
             f.name: getattr(options, f.name)
             for f in fields(options)

@@ -43,6 +43,8 @@ class RunOptions:
     probe_timeout_s: float = 60.0
     reachable_timeout_s: float = 10.0
     drain_timeout_s: float = 10.0
+    pipeline_dir: str | None = None
+    """Land every interval for the Spark pipeline here (:mod:`loadgen.pipeline.landing`)."""
     on_interval: IntervalCallback | None = None
     on_phase: PhaseCallback | None = None
 

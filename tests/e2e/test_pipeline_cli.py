@@ -1,0 +1,246 @@
+"""The Spark pipeline as a user drives it: `run --pipeline`, `pipeline ingest`, `pipeline query`.
+
+Spark runs embedded (local[*]) in the commands' own processes, as in the README. Tables are read
+back with pyarrow: the job writes plain Parquet directories (one per micro-batch, overwritten on
+a re-run), so any Parquet reader sees exactly what Spark committed.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.dataset as ds
+import pytest
+
+from loadgen import hdr
+from loadgen.pipeline.landing import LandingWriter, RunIdentity
+from loadgen.stats import END_TO_END, METRICS, PUBLISH, PUBLISH_DELAY, IntervalStats
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+MEMORY = REPO / "configs/drivers/memory.yaml"
+QUICKSTART = REPO / "configs/workloads/quickstart.yaml"
+SUFFIXES = {"p50": "50pct", "p75": "75pct", "p95": "95pct", "p99": "99pct", "p999": "999pct"}
+OMB_NAMES = {
+    PUBLISH: "PublishLatency",
+    PUBLISH_DELAY: "PublishDelayLatency",
+    END_TO_END: "EndToEndLatency",
+}
+
+
+def loadgen(*args, timeout=180, **kwargs):
+    return subprocess.run(
+        [sys.executable, "-m", "loadgen", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+
+
+def table(out: Path, name: str) -> list[dict]:
+    location = out / name
+    if not location.is_dir():
+        return []
+    return ds.dataset(location, format="parquet", partitioning="hive").to_table().to_pylist()
+
+
+def omb_value(metric: str, micros: int) -> float:
+    """OMB's unit for ``metric``: µs integers for publish delay, ms floats for the others."""
+    return micros if metric == PUBLISH_DELAY else micros / 1000.0
+
+
+@pytest.fixture(scope="module")
+def ingested_run(tmp_path_factory):
+    """A 3-s memory run landed for the pipeline (plus two bad files), ingested once."""
+    base = tmp_path_factory.mktemp("pipeline")
+    landing, results, out = base / "landing", base / "results", base / "tables"
+    done = loadgen(
+        "run", "-d", MEMORY, QUICKSTART,
+        "--duration", "3s", "--warmup", "1s", "--stats-interval", "1s", "--plain",
+        "--no-report", "--pipeline", landing, "-o", results,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (landing / "zz-garbage.json").write_text("this is not json\n")
+    second = next(landing.glob("*-000001.json"))
+    line = json.loads(second.read_text().splitlines()[0])
+    bad = {**line, "run_id": "other", "hist": "bm9wZQ=="}
+    (landing / "zz-bad-histogram.json").write_text(json.dumps(bad) + "\n")
+    ingest = loadgen("pipeline", "ingest", landing, "--out", out, "--once")
+    assert ingest.returncode == 0, ingest.stderr
+    (result_path,) = results.glob("*.json")
+    return json.loads(result_path.read_text()), out, ingest.stderr
+
+
+def test_spark_percentiles_equal_the_result_json_exactly(ingested_run):
+    result, out, _ = ingested_run
+    run_id = result["run"]["runId"]
+    runs = {row["metric"]: row for row in table(out, "runs") if row["run_id"] == run_id}
+    intervals = [row for row in table(out, "intervals") if row["run_id"] == run_id]
+    assert sorted(runs) == sorted(METRICS)
+    for metric, name in OMB_NAMES.items():
+        run = runs[metric]
+        assert run["complete"] is True
+        assert run["hist"] == result["histograms"][metric]["aggregated"]
+        for column, suffix in SUFFIXES.items():
+            assert omb_value(metric, run[column]) == result[f"aggregated{name}{suffix}"]
+        assert omb_value(metric, run["max"]) == result[f"aggregated{name}Max"]
+        measured = sorted(
+            (row for row in intervals if row["metric"] == metric and not row["warmup"]),
+            key=lambda row: row["seq"],
+        )
+        assert len(measured) == len(result[f"{name[0].lower()}{name[1:]}99pct"])
+        for i, row in enumerate(measured):
+            assert row["hist"] == result["histograms"][metric]["periods"][i]
+            for column, suffix in SUFFIXES.items():
+                listed = result[f"{name[0].lower()}{name[1:]}{suffix}"][i]
+                assert omb_value(metric, row[column]) == listed
+    warmups = [row for row in intervals if row["warmup"]]
+    assert warmups and all(row["metric"] in METRICS for row in warmups)
+
+
+def test_counts_and_rates_in_the_tables_add_up_to_the_result(ingested_run):
+    result, out, _ = ingested_run
+    run_id = result["run"]["runId"]
+    publish = next(
+        row for row in table(out, "runs") if row["run_id"] == run_id and row["metric"] == PUBLISH
+    )
+    assert publish["intervals"] == len(result["publishRate"])
+    assert (
+        publish["count"] == hdr.decode(PUBLISH, result["histograms"][PUBLISH]["aggregated"]).total
+    )
+    assert publish["sent"] == pytest.approx(sum(result["publishRate"]), rel=0.05)
+    assert publish["sent"] < result["totalMessagesSent"]  # the warm-up is in the total only
+    assert publish["workload"] == result["workload"] and publish["driver"] == result["driver"]
+    assert json.loads(publish["meta"])["workload"]["producerRate"] == 10000
+
+
+def test_bad_landing_files_are_quarantined_reported_and_lose_nothing_else(ingested_run):
+    result, out, stderr = ingested_run
+    quarantined = {Path(row["source_file"]).name: row for row in table(out, "quarantine")}
+    assert sorted(quarantined) == ["zz-bad-histogram.json", "zz-garbage.json"]
+    assert quarantined["zz-garbage.json"]["raw"] == "this is not json"
+    assert "histogram not readable" in quarantined["zz-bad-histogram.json"]["reason"]
+    assert "quarantined a line of" in stderr and "zz-garbage.json" in stderr
+    assert not [row for row in table(out, "runs") if row["run_id"] == "other"]
+    assert len([r for r in table(out, "runs") if r["run_id"] == result["run"]["runId"]]) == 4
+
+
+def test_the_ready_reports_and_sql_go_through_spark(ingested_run):
+    result, out, _ = ingested_run
+    done = loadgen("pipeline", "query", out, "--report", "runs", "--json")
+    assert done.returncode == 0, done.stderr
+    (row,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert row["run_id"] == result["run"]["runId"]
+    assert row["p99_ms"] == round(result["aggregatedEndToEndLatency99pct"], 3)
+    bad = loadgen("pipeline", "query", out, "SELEC nothing FROM runs")
+    assert bad.returncode == 2
+    assert "Spark rejected the query" in bad.stderr and "near 'SELEC'" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["query", "{missing}", "--report", "runs"], "TABLES"),
+        (["query", "{missing}", "SELECT 1", "--report", "runs"], "either SQL or --report"),
+        (["query", "{missing}", "--report", "timeline"], "--run"),
+        (["ingest", "{missing}", "--out", "{missing}", "--conf", "spark.x"], "KEY=VALUE"),
+        (["ingest", "{missing}", "--out", "{missing}", "--trigger", "soon"], "--trigger"),
+    ],
+)
+def test_bad_pipeline_input_exits_2_before_spark_starts(tmp_path, args, named):
+    started = time.monotonic()
+    done = loadgen("pipeline", *(a.format(missing=tmp_path / "nothing") for a in args))
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr
+    assert time.monotonic() - started < 5
+
+
+def test_a_landing_directory_that_cannot_be_created_exits_2(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    done = loadgen(
+        "run", "-d", MEMORY, QUICKSTART,
+        "--duration", "1s", "--pipeline", blocker / "landing", "-o", tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "pipeline" in done.stderr and "a writable directory" in done.stderr
+    assert not list(tmp_path.glob("*.json"))
+
+
+WORKERS = 2
+INTERVALS = 30
+
+
+def land_two_workers(landing: Path, pace_s: float) -> None:
+    """Two workers of one run landing INTERVALS intervals each, then their end markers."""
+    writers = [
+        LandingWriter(landing, RunIdentity("killed", f"w{n}", WORKERS, "wl", "d", "memory", {}))
+        for n in range(WORKERS)
+    ]
+    rng = np.random.default_rng(7)
+    for seq in range(INTERVALS):
+        for writer in writers:
+            values = rng.lognormal(13, 1, 1000).astype(np.int64)
+            histograms = {metric: hdr.record_ns(metric, values) for metric in METRICS}
+            writer.interval(
+                IntervalStats(seq * 1000, seq * 1000 + 1000, sent=1000, histograms=histograms)
+            )
+        time.sleep(pace_s)
+    for writer in writers:
+        writer.end(incomplete=False, stop_reason=None)
+
+
+def test_a_job_killed_mid_stream_resumes_and_every_interval_lands_exactly_once(tmp_path):
+    landing, out = tmp_path / "landing", tmp_path / "tables"
+    landing.mkdir()
+    writer = threading.Thread(target=land_two_workers, args=(landing, 0.5))
+    live = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "loadgen",
+            "pipeline",
+            "ingest",
+            landing,
+            "--out",
+            out,
+            "--trigger",
+            "1s",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        writer.start()
+        for line in live.stderr:  # the first committed batch, then a moment into the next ones
+            if "INFO loadgen.pipeline: batch" in line:
+                break
+        time.sleep(1.3)
+        os.killpg(live.pid, signal.SIGKILL)  # the driver, its JVM and Spark's Python workers
+        live.wait(timeout=30)
+    finally:
+        if live.poll() is None:
+            os.killpg(live.pid, signal.SIGKILL)
+        writer.join()
+    partial = table(out, "intervals")
+    assert 0 < len(partial) < WORKERS * INTERVALS * len(METRICS)
+    again = loadgen("pipeline", "ingest", landing, "--out", out, "--once")
+    assert again.returncode == 0, again.stderr
+    rows = table(out, "intervals")
+    keys = [(row["metric"], row["seq"]) for row in rows]
+    assert len(keys) == len(set(keys)) == INTERVALS * len(METRICS)
+    assert all(row["count"] == 2000 and row["workers_reported"] == 2 for row in rows)
+    runs = table(out, "runs")
+    assert sorted(row["metric"] for row in runs) == sorted(METRICS)
+    assert all(row["count"] == 2000 * INTERVALS and row["complete"] for row in runs)
+    assert table(out, "quarantine") == []

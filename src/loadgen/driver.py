@@ -14,6 +14,7 @@ back to ``on_message`` on the consumer side. Each driver documents where it carr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -32,6 +33,11 @@ is, with no wrapper allocated per message; the engine ignores them."""
 
 OnMessage = Callable[[bytes, int], None]
 """Called once per received message with the payload and its send time (epoch ns)."""
+
+NO_SEND_TIME_NS = 2**63 - 1
+"""The send time to pass for a message that carries none (Pravega without
+``includeTimestampInEvent``): it is counted as received, with no end-to-end latency, and not as
+clock skew."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,31 @@ class Producer(Protocol):
         """Wait up to ``timeout_s`` for in-flight messages; return how many are still pending."""
 
     def close(self) -> None: ...
+
+
+class CallbackAcks:
+    """Producer bookkeeping for clients that acknowledge on a thread of their own.
+
+    ``sent`` is written only by the sending thread and ``completed`` only by the client's
+    callback thread, so neither needs a lock. ``poll`` has nothing to run (the callbacks run on
+    the client's thread) and only waits; ``flush`` waits until the two counts meet.
+    """
+
+    FLUSH_CHECK_S = 0.002
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.completed = 0
+
+    def poll(self, timeout_s: float = 0.0) -> None:
+        if timeout_s > 0:
+            time.sleep(timeout_s)
+
+    def flush(self, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        while self.sent > self.completed and time.monotonic() < deadline:
+            time.sleep(self.FLUSH_CHECK_S)
+        return max(0, self.sent - self.completed)
 
 
 @runtime_checkable

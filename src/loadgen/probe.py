@@ -86,6 +86,7 @@ SCHEMES: dict[str, tuple[str, str, Callable[[str, Mapping[str, Any]], dict[str, 
     "pulsar": ("pulsar", "Pulsar", _pulsar),
     "pulsar+ssl": ("pulsar", "Pulsar", _pulsar),
     "tcp": ("pravega", "Pravega", _pravega),
+    "tls": ("pravega", "Pravega", _pravega),
 }
 """URL scheme → (driver, display name, how the URL goes into that driver's config)."""
 

@@ -10,12 +10,11 @@ without it the client fails the message at once with ``ProducerQueueIsFull``, wh
 from __future__ import annotations
 
 import logging
-import time
 from functools import partial
 from time import time_ns
 
 from drivers.pulsar.client import pulsar
-from loadgen.driver import OnDone
+from loadgen.driver import CallbackAcks, OnDone
 from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.pulsar")
@@ -23,7 +22,6 @@ log = logging.getLogger("loadgen.pulsar")
 TIMESTAMP_PROPERTY = "lg-send-ns"
 """The producer's wall clock at send, epoch nanoseconds in decimal (properties are strings)."""
 CLOSE_TIMEOUT_S = 5.0
-FLUSH_CHECK_S = 0.002
 OK = pulsar.Result.Ok
 
 
@@ -32,14 +30,11 @@ class SendFailed(DriverError):
         super().__init__("pulsar", f"send failed: {result}")
 
 
-class PulsarProducer:
+class PulsarProducer(CallbackAcks):
     def __init__(self, producer: pulsar.Producer) -> None:
+        super().__init__()
         self._producer = producer
         self._send_async = producer.send_async
-        self.sent = 0
-        """Messages handed to the client (written by the sending thread only)."""
-        self.completed = 0
-        """Messages the client called back for (written by its callback thread only)."""
 
     def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
         self.sent += 1
@@ -57,17 +52,6 @@ class PulsarProducer:
     def _complete(self, on_done: OnDone, result: pulsar.Result, _message_id: object) -> None:
         self.completed += 1
         on_done(None if result == OK else SendFailed(result))
-
-    def poll(self, timeout_s: float = 0.0) -> None:
-        """The client calls back from its own thread: there is nothing to run, only to wait."""
-        if timeout_s > 0:
-            time.sleep(timeout_s)
-
-    def flush(self, timeout_s: float) -> int:
-        deadline = time.monotonic() + timeout_s
-        while self.sent > self.completed and time.monotonic() < deadline:
-            time.sleep(FLUSH_CHECK_S)
-        return max(0, self.sent - self.completed)
 
     def close(self) -> None:
         pending = self.flush(CLOSE_TIMEOUT_S)

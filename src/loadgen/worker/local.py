@@ -32,6 +32,9 @@ from loadgen.worker.producer_loop import ProducerLoop
 log = logging.getLogger("loadgen.worker")
 
 PROBE_KEY = b"key"
+UNSTAMPED_BELOW = -(2**62)
+"""An end-to-end "latency" below this (about -146 years) comes from a message without a send
+time (:data:`loadgen.driver.NO_SEND_TIME_NS`), not from clock skew."""
 
 
 def random_suffix() -> str:
@@ -170,8 +173,8 @@ class LocalWorker:
         produced = self._producer_recorder.take()
         consumed = [recorder.take() for recorder in self._consumer_recorders]
         e2e = _as_int64([sample.end_to_end for sample in consumed])
-        negative = int(np.count_nonzero(e2e < 0))
         sent, received = len(produced.publish), len(e2e)
+        negative = int(np.count_nonzero((e2e < 0) & (e2e > UNSTAMPED_BELOW)))
         self.totals.sent += sent
         self.totals.received += received
         histograms = {
@@ -180,7 +183,7 @@ class LocalWorker:
             PUBLISH_FROM_INTENDED: hdr.record_ns(
                 PUBLISH_FROM_INTENDED, _as_int64([produced.publish_from_intended])
             ),
-            END_TO_END: hdr.record_ns(END_TO_END, e2e[e2e >= 0] if negative else e2e),
+            END_TO_END: hdr.record_ns(END_TO_END, e2e[e2e >= 0]),
         }
         return IntervalStats(
             start_ms=start_ms,

@@ -1,0 +1,136 @@
+"""A reader per consumer, on a thread it owns that runs a private event loop.
+
+``StreamReader.get_segment_slice_async`` returns an asyncio future bound to the calling thread's
+running loop. The client completes it within about a second even when there is no data (an
+empty slice), and the thread looks up every :data:`WAIT_S` while it is pending, so ``pause()``
+and ``close()`` take effect within a tenth of a second. At ``close`` a pending future is
+cancelled: the binding (pyo3-asyncio 0.14) then drops the slice it gets instead of completing
+the future on a closed loop, and a dropped slice goes back to the reader.
+
+A slice's events are delivered in order; a finished slice is dropped, which hands its segment
+back to the reader (``release_segment`` would block with the GIL held). A pause keeps the
+current slice, mid-way if need be, and requests no new one until ``resume``. At ``close`` the
+reader goes offline in its group (a blocking call, made only if the controller accepts a TCP
+connection). Events not written by loadgen are skipped, counted and logged once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from drivers.pravega.events import read_stamped, read_unstamped
+from drivers.pravega.guard import describe
+from loadgen.driver import OnMessage
+
+log = logging.getLogger("loadgen.pravega")
+
+WAIT_S = 0.1
+PAUSE_WAIT_S = 1.0
+JOIN_TIMEOUT_S = 5.0
+
+
+class ReaderConsumer:
+    def __init__(
+        self,
+        reader: Any,
+        on_message: OnMessage,
+        stamped: bool,
+        go_offline: Callable[[], None],
+    ) -> None:
+        """``go_offline`` marks the reader offline; called once the reading thread has ended."""
+        self._reader = reader
+        self._on_message = on_message
+        self._read_event = read_stamped if stamped else read_unstamped
+        self._go_offline = go_offline
+        self._stop = False
+        self._paused = False
+        self._idle = threading.Event()
+        self.foreign_events = 0
+        self.errors = 0
+        self._thread = threading.Thread(target=self._run, name="pravega-reader", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(self._read())
+        finally:
+            loop.close()
+
+    async def _read(self) -> None:
+        pending: asyncio.Future | None = None
+        current = None
+        while not self._stop:
+            if self._paused:
+                self._idle.set()
+                await asyncio.sleep(WAIT_S)
+                continue
+            if current is None:
+                if pending is None:
+                    pending = self._reader.get_segment_slice_async()
+                await asyncio.wait((pending,), timeout=WAIT_S)
+                if not pending.done():
+                    continue
+                current, pending = self._slice(pending), None
+                if current is None:  # the client failed: do not spin on it
+                    await asyncio.sleep(WAIT_S)
+                    continue
+            if self._consume(current):
+                current = None  # dropped: the client hands the segment back to the reader
+        if pending is not None:
+            pending.cancel()
+
+    def _slice(self, future: asyncio.Future) -> Any:
+        try:
+            return future.result()
+        except Exception as error:
+            self._on_error(error)
+            return None
+
+    def _consume(self, events: Any) -> bool:
+        """Deliver the slice's events; False when a pause or close stopped it part-way."""
+        read_event, on_message = self._read_event, self._on_message
+        for event in events:
+            try:
+                payload, sent_ns = read_event(event.data())
+            except ValueError:
+                self._on_foreign()
+            else:
+                try:
+                    on_message(payload, sent_ns)
+                except Exception as error:
+                    self._on_error(error)
+            if self._paused or self._stop:
+                return False
+        return True
+
+    def _on_foreign(self) -> None:
+        self.foreign_events += 1
+        if self.foreign_events == 1:
+            log.warning("skipping events not written by loadgen (not in its event format)")
+
+    def _on_error(self, error: Exception) -> None:
+        self.errors += 1
+        if self.errors in (1, 10, 100, 1000):
+            log.warning("reader error #%d: %s", self.errors, describe(error))
+
+    def pause(self) -> None:
+        """Returns once the reading thread holds still (or after a second, with a warning)."""
+        self._idle.clear()
+        self._paused = True
+        if not self._idle.wait(PAUSE_WAIT_S):
+            log.warning("the reader did not pause within %.0f s", PAUSE_WAIT_S)
+
+    def resume(self) -> None:
+        self._paused = False
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join(JOIN_TIMEOUT_S)
+        if self._thread.is_alive():
+            log.warning("a reader thread did not end within %.0f s", JOIN_TIMEOUT_S)
+        self._go_offline()

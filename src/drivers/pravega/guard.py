@@ -1,0 +1,80 @@
+"""Failing fast and clearly in front of a client that blocks with the GIL held.
+
+Measured with ``pravega`` 0.3.8 and no server (none can run here): with nothing listening every
+blocking call takes ~61 s (the client's retry budget) before it raises; ``create_reader_group``
+then raises ``pyo3_runtime.PanicException``, a ``BaseException``; against a port that accepts
+and never answers, ``create_scope`` and ``list_scope`` were still blocked after 5 minutes. The
+binding never releases the GIL while it blocks, so no other Python thread runs meanwhile: a
+main thread waiting on a daemon thread with a deadline is frozen with it (measured: one 61.2 s
+gap in a 50 ms tick), and Ctrl-C is seen only once the call returns. Hence three guards:
+
+* :func:`probe_tcp` before every entry point: a 1-s TCP connect to the controller, so a closed
+  port is :class:`~loadgen.errors.BrokerUnreachable` in milliseconds, naming the URI;
+* control-plane calls run in a child process with a deadline (:mod:`.control`);
+* calls that must run here, because they return the writer or reader objects, go through
+  :func:`client_call` (or :func:`failure_of`), which turns a panic into an error naming the
+  controller. They run only after the controller has answered a control call; their bound is
+  the client's own (~61 s of retries, 120 s per write or commit).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+from loadgen.errors import BrokerUnreachable, DriverError
+
+T = TypeVar("T")
+
+PROBE_TIMEOUT_S = 1.0
+DETAIL_CHARS = 300
+"""Rust errors print whole retry states; the first part says what happened."""
+
+
+def controller_address(uri: str) -> tuple[str, int]:
+    """``(host, port)`` of a URI that :class:`~drivers.pravega.config.ClientConfig` accepted."""
+    parts = urlsplit(uri)
+    assert parts.hostname is not None and parts.port is not None
+    return parts.hostname, parts.port
+
+
+def probe_tcp(uri: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Raise :class:`BrokerUnreachable` unless the controller's port accepts a connection."""
+    try:
+        with socket.create_connection(controller_address(uri), timeout=timeout_s):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise BrokerUnreachable(
+            "pravega", uri, f"no TCP connection to the controller: {reason}"
+        ) from None
+
+
+def describe(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    if len(text) > DETAIL_CHARS:
+        text = text[:DETAIL_CHARS] + "…"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def failure_of(call: Callable[..., object], *args: object) -> BaseException | None:
+    """What ``call(*args)`` raised (a panic too), or None; Ctrl-C and exit pass through."""
+    try:
+        call(*args)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # PanicException derives from BaseException
+        return error
+    return None
+
+
+def client_call(uri: str, what: str, call: Callable[..., T], *args: object) -> T:
+    """``call(*args)`` here; a client error or panic becomes a DriverError naming ``uri``."""
+    try:
+        return call(*args)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # PanicException derives from BaseException
+        raise DriverError("pravega", f"{what} at {uri} failed: {describe(error)}") from None

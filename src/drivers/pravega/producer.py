@@ -1,0 +1,114 @@
+"""Event producers: ``write_event_async`` on one event-loop thread per driver.
+
+``StreamWriter.write_event_async`` is the client's only write that neither blocks nor holds the
+GIL: it returns an asyncio future at once, and the Rust side completes it later through the
+loop's ``call_soon_threadsafe``. It must be called on a thread whose event loop is running, and
+the future's callbacks run on that thread, so every producer of a driver shares one
+:class:`WriteLoop` thread: ``send`` stamps the time and appends to a deque (no syscall, no
+thread per message), the loop thread issues the writes, and ``on_done`` runs from each future's
+completion. The client still makes a future per event; that cost is its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from functools import partial
+from time import time_ns
+
+from drivers.pravega.events import routing_key
+from drivers.pravega.guard import describe
+from loadgen.driver import CallbackAcks, OnDone
+from loadgen.errors import DriverError
+
+log = logging.getLogger("loadgen.pravega")
+
+CLOSE_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 2.0
+Encode = Callable[[int, bytes], str]
+"""``(send time ns, payload) -> event text`` (:func:`~drivers.pravega.events.stamped`...)."""
+WriteAsync = Callable[[str, str | None], asyncio.Future]
+"""``StreamWriter.write_event_async(event, routing_key)``."""
+
+
+class WriteFailed(DriverError):
+    def __init__(self, error: BaseException) -> None:
+        super().__init__("pravega", f"write failed: {describe(error)}")
+
+
+class WriteLoop:
+    """A thread running a private event loop, on which queued writes are issued."""
+
+    def __init__(self) -> None:
+        self._queue: deque[tuple] = deque()
+        self._scheduled = False
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="pravega-writes", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def submit(self, *write: object) -> None:
+        """Queue ``(producer, sent_ns, key, payload, on_done)``; callable from any thread.
+
+        The loop is woken only when no drain is pending, so a burst costs one wake-up.
+        """
+        self._queue.append(write)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        self._scheduled = False  # before draining: a write queued from now on schedules anew
+        queue = self._queue
+        while queue:
+            producer, sent_ns, key, payload, on_done = queue.popleft()
+            producer.write(sent_ns, key, payload, on_done)
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(STOP_TIMEOUT_S)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+class EventProducer(CallbackAcks):
+    """One ``StreamWriter``; ``send`` never blocks and ``on_done`` reports each event's fate
+    (``completed`` is counted on the loop thread)."""
+
+    def __init__(self, write_event_async: WriteAsync, loop: WriteLoop, encode: Encode) -> None:
+        super().__init__()
+        self._write_event_async = write_event_async
+        self._submit = loop.submit
+        self._encode = encode
+
+    def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+        self.sent += 1
+        self._submit(self, time_ns(), key, payload, on_done)
+
+    def write(self, sent_ns: int, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+        """On the loop thread: issue the write and bind ``on_done`` to its completion."""
+        try:
+            future = self._write_event_async(self._encode(sent_ns, payload), routing_key(key))
+        except BaseException as error:  # a panic too: it must not end the drain (and the loop)
+            self.completed += 1
+            on_done(WriteFailed(error))
+            return
+        future.add_done_callback(partial(self._written, on_done))
+
+    def _written(self, on_done: OnDone, future: asyncio.Future) -> None:
+        self.completed += 1
+        error = future.exception()
+        on_done(None if error is None else WriteFailed(error))
+
+    def close(self) -> None:
+        pending = self.flush(CLOSE_TIMEOUT_S)
+        if pending:
+            log.warning("closing a writer with %d events still unacknowledged", pending)

@@ -1,0 +1,68 @@
+"""The Pravega driver end to end against a real Pravega, when one is named.
+
+No Pravega server can run on these machines (nothing installable provides one), so these run
+only with ``PRAVEGA_CONTROLLER=tcp://host:port`` set, e.g. a ``pravega/pravega standalone``
+container elsewhere. Each run uses a scope of its own, which the driver creates and, at the end,
+deletes with everything in it.
+"""
+
+import os
+import secrets
+
+import pytest
+
+import loadgen
+from drivers.pravega.client import open_manager
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def controller():
+    uri = os.environ.get("PRAVEGA_CONTROLLER")
+    if not uri:
+        pytest.skip("PRAVEGA_CONTROLLER not set: no Pravega server can run here")
+    return uri
+
+
+def workload(key_distributor):
+    return loadgen.workload(
+        name="pravega live",
+        topics=1,
+        partitionsPerTopic=4,
+        messageSize=512,
+        useRandomizedPayloads=True,
+        randomBytesRatio=0.5,
+        randomizedPayloadPoolSize=100,
+        keyDistributor=key_distributor,
+        subscriptionsPerTopic=1,
+        consumerPerSubscription=1,
+        producersPerTopic=1,
+        producerRate=500,
+        testDurationMinutes=1,
+        warmupDurationMinutes=0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("key_distributor", "transactions"),
+    [("RANDOM_NANO", {}), ("NO_KEY", {}), ("RANDOM_NANO", {"enableTransaction": True})],
+    ids=["random-nano", "no-key", "transactions-of-10"],
+)
+def test_a_run_writes_reads_every_event_with_its_latency_and_leaves_nothing(
+    controller, key_distributor, transactions
+):
+    scope = f"loadgen-test-{secrets.token_hex(4)}"
+    if transactions:
+        transactions = {**transactions, "eventsPerTransaction": 10}
+    driver = loadgen.driver(
+        "pravega", client={"controllerURI": controller, "scopeName": scope}, **transactions
+    )
+    result = loadgen.run(workload(key_distributor), driver, duration="5s", warmup=0)
+    assert result.sent >= 2000
+    assert result.received == result.sent
+    assert result.missing == 0
+    assert result.e2e.count > 0
+    assert 0 < result.e2e.p50_ms <= result.e2e.p99_ms < 5000
+    assert result.publish.count > 0
+    assert scope not in open_manager(controller).list_scope()

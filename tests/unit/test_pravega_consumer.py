@@ -1,0 +1,108 @@
+"""The reader thread's own plumbing, with a stand-in for the client's reader.
+
+No server exists here, so these prove what loadgen's code does around the client (delivery in
+order with the send time, skipping foreign events, pause and close within their bounds), not
+what the client or a server does. The stand-in keeps the client's contract that matters here:
+``get_segment_slice_async`` needs a running loop on the calling thread, its future is completed
+later from another thread (unless it was cancelled, as pyo3-asyncio checks), and with no data
+the client answers with an empty slice after 1 s.
+"""
+
+import asyncio
+import threading
+import time
+from collections import deque
+from types import SimpleNamespace
+
+import pytest
+
+from drivers.pravega.consumer import ReaderConsumer
+from drivers.pravega.events import stamped
+
+
+def event(sent_ns, payload=b"payload"):
+    wire = stamped(sent_ns, payload).encode("utf-8")
+    return SimpleNamespace(data=lambda: wire)
+
+
+class Reader:
+    """Hands out the given slices, then empty ones after the client's 1-s wait for data."""
+
+    def __init__(self, *slices):
+        self.slices = deque(slices)
+
+    def get_segment_slice_async(self):
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        events = self.slices.popleft() if self.slices else []
+        answer = threading.Timer(0.0 if events else 1.0, complete, (loop, future, events))
+        answer.daemon = True
+        answer.start()
+        return future
+
+
+def complete(loop, future, events):
+    if not future.cancelled():
+        loop.call_soon_threadsafe(future.set_result, iter(events))
+
+
+class Received:
+    def __init__(self, expected, seconds_each=0.0):
+        self.messages = []
+        self.expected = expected
+        self.seconds_each = seconds_each
+        self.all_in = threading.Event()
+
+    def __call__(self, payload, sent_ns, *_):
+        time.sleep(self.seconds_each)
+        self.messages.append((payload, sent_ns))
+        if len(self.messages) >= self.expected:
+            self.all_in.set()
+
+
+@pytest.fixture
+def consumers():
+    opened = []
+
+    def make(reader, received, go_offline=lambda: None):
+        opened.append(ReaderConsumer(reader, received, True, go_offline))
+        return opened[-1]
+
+    yield make
+    for each in opened:
+        each.close()
+
+
+def test_events_arrive_in_order_with_their_send_time_and_foreign_ones_are_skipped(consumers):
+    foreign = SimpleNamespace(data=lambda: b"\xff not ours")
+    received = Received(expected=5)
+    reader = Reader([event(1), event(2), foreign], [event(3), event(4), event(5)])
+    consumer = consumers(reader, received)
+    assert received.all_in.wait(5)
+    assert [sent for _, sent in received.messages] == [1, 2, 3, 4, 5]
+    assert {payload for payload, _ in received.messages} == {b"payload"}
+    assert consumer.foreign_events == 1
+
+
+def test_a_pause_holds_a_slice_mid_way_and_resume_goes_on_from_there(consumers):
+    received = Received(expected=200, seconds_each=0.002)
+    consumer = consumers(Reader([event(n) for n in range(200)]), received)
+    while len(received.messages) < 10:
+        time.sleep(0.001)
+    consumer.pause()
+    held = len(received.messages)
+    time.sleep(0.3)
+    assert len(received.messages) == held < 200
+    consumer.resume()
+    assert received.all_in.wait(5)
+    assert [sent for _, sent in received.messages] == list(range(200))
+
+
+def test_close_ends_the_thread_within_a_tenth_of_a_second_then_takes_the_reader_offline():
+    offline = threading.Event()
+    consumer = ReaderConsumer(Reader(), Received(expected=1), True, offline.set)
+    time.sleep(0.2)  # waiting for a slice: the stand-in answers only after 1 s
+    started = time.monotonic()
+    consumer.close()
+    assert time.monotonic() - started < 0.2
+    assert offline.is_set()

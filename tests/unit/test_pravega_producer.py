@@ -1,0 +1,164 @@
+"""The producers' own plumbing, with stand-ins for the client's write calls.
+
+No server exists here, so these prove what loadgen's code does around the client (hand-off to
+the write thread, one ``on_done`` per event, flush accounting, transaction boundaries), not what
+the client or a server does. The stand-in write keeps the client's contract that matters for
+the plumbing: it needs a running event loop on the calling thread, takes text, and completes
+its future later from another thread through ``call_soon_threadsafe``, as pyo3-asyncio does.
+"""
+
+import asyncio
+import threading
+
+import pytest
+
+from drivers.pravega.events import stamped
+from drivers.pravega.producer import EventProducer, WriteFailed, WriteLoop
+from drivers.pravega.transactions import IDLE_COMMIT_S, TransactionalProducer, TransactionFailed
+
+
+class WriteAsync:
+    """``write_event_async`` that completes from a thread of its own, failing chosen events."""
+
+    def __init__(self, failing=()):
+        self.failing = failing
+        self.calls = []
+
+    def __call__(self, event, routing_key=None):
+        assert isinstance(event, str)
+        loop = asyncio.get_running_loop()
+        self.calls.append((event, routing_key))
+        future = loop.create_future()
+        if routing_key in self.failing:
+            outcome = (future.set_exception, OSError("Error observed while writing an event"))
+        else:
+            outcome = (future.set_result, None)
+        threading.Thread(target=loop.call_soon_threadsafe, args=outcome).start()
+        return future
+
+
+class Acks:
+    def __init__(self):
+        self.errors = []
+        self.threads = set()
+        self.done = threading.Event()
+        self.expected = 0
+
+    def __call__(self, error, *_):
+        self.errors.append(error)
+        self.threads.add(threading.current_thread().name)
+        if len(self.errors) == self.expected:
+            self.done.set()
+
+
+@pytest.fixture
+def write_loop():
+    loop = WriteLoop()
+    yield loop
+    loop.close()
+
+
+def test_every_send_is_written_once_and_acknowledged_from_the_write_thread(write_loop):
+    write = WriteAsync()
+    producer = EventProducer(write, write_loop, stamped)
+    acks = Acks()
+    acks.expected = 2000
+    for i in range(acks.expected):
+        producer.send(None if i % 2 else b"k", bytes([i % 256]) * 8, acks)
+    assert acks.done.wait(5)
+    assert producer.flush(1.0) == 0
+    assert acks.errors == [None] * 2000
+    assert acks.threads == {"pravega-writes"}
+    assert len(write.calls) == 2000
+    assert [key for _, key in write.calls[:4]] == ["k", None, "k", None]
+    assert all(len(event.encode("latin-1")) == 16 for event, _ in write.calls)
+
+
+def test_a_failed_write_reaches_on_done_as_an_error(write_loop):
+    producer = EventProducer(WriteAsync(failing=("bad",)), write_loop, stamped)
+    acks = Acks()
+    acks.expected = 2
+    producer.send(b"ok", b"x", acks)
+    producer.send(b"bad", b"x", acks)
+    assert acks.done.wait(5)
+    assert acks.errors[0] is None
+    assert isinstance(acks.errors[1], WriteFailed)
+    assert "OSError: Error observed while writing an event" in str(acks.errors[1])
+
+
+class SimulatedPanic(BaseException):
+    """Like ``pyo3_runtime.PanicException``: not an Exception."""
+
+
+class TxnWriter:
+    """``StreamTxnWriter``: records what each transaction got and whether it committed."""
+
+    def __init__(self, fail_on=None):
+        self.fail_on = fail_on
+        self.transactions = []
+
+    def begin_txn(self):
+        self.transactions.append(Txn(self.fail_on))
+        return self.transactions[-1]
+
+
+class Txn:
+    def __init__(self, fail_on):
+        self.fail_on = fail_on
+        self.events = []
+        self.state = "open"
+
+    def write_event(self, event, routing_key=None):
+        if routing_key == self.fail_on:
+            raise SimulatedPanic("Error observed while writing an event")
+        self.events.append((event, routing_key))
+
+    def commit(self):
+        self.state = "committed"
+
+    def abort(self):
+        self.state = "aborted"
+
+
+def test_a_transaction_commits_every_n_events_and_then_acknowledges_them():
+    writer = TxnWriter()
+    producer = TransactionalProducer(writer, 3, stamped)
+    acks = Acks()
+    for _ in range(7):
+        producer.send(b"k", b"x", acks)
+    assert [len(t.events) for t in writer.transactions] == [3, 3, 1]
+    assert [t.state for t in writer.transactions] == ["committed", "committed", "open"]
+    assert acks.errors == [None] * 6  # the 7th waits for its transaction
+    assert producer.flush(1.0) == 0
+    assert writer.transactions[2].state == "committed"
+    assert acks.errors == [None] * 7
+
+
+def test_an_idle_open_transaction_is_committed_by_poll(monkeypatch):
+    writer = TxnWriter()
+    producer = TransactionalProducer(writer, 100, stamped)
+    acks = Acks()
+    producer.send(b"key", bytes(10), acks)  # the readiness probe: one event
+    producer.poll()
+    assert writer.transactions[0].state == "open"
+    clock = [0.0]
+    monkeypatch.setattr("drivers.pravega.transactions.time.monotonic", lambda: clock[0])
+    producer.send(b"key", bytes(10), acks)
+    clock[0] += IDLE_COMMIT_S
+    producer.poll()
+    assert writer.transactions[0].state == "committed"
+    assert acks.errors == [None, None]
+
+
+def test_a_panicking_write_fails_its_whole_transaction_and_aborts_it():
+    writer = TxnWriter(fail_on="bad")
+    producer = TransactionalProducer(writer, 3, stamped)
+    acks = Acks()
+    producer.send(b"k", b"x", acks)
+    producer.send(b"bad", b"x", acks)
+    assert writer.transactions[0].state == "aborted"
+    assert len(acks.errors) == 2
+    assert all(isinstance(error, TransactionFailed) for error in acks.errors)
+    assert "transaction write failed: SimulatedPanic" in str(acks.errors[0])
+    producer.send(b"k", b"x", acks)  # the next event starts a new transaction
+    assert len(writer.transactions) == 2

@@ -1,0 +1,25 @@
+"""How a worker's snapshot counts deliveries: skewed clocks, and messages without a send time."""
+
+import time
+
+from drivers.memory import Driver
+from loadgen.driver import NO_SEND_TIME_NS
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stats import END_TO_END
+from loadgen.worker.local import LocalWorker
+
+
+def test_unstamped_messages_count_as_received_but_neither_as_latency_nor_as_skew():
+    worker = LocalWorker(Driver.from_config(DriverSpec(name="mem", kind="memory")))
+    worker.create_topics(1, 1)
+    worker.create_consumers(1, 1)
+    recorder = worker._consumer_recorders[0]  # the callback the driver would call
+    now = time.time_ns()
+    recorder.on_message(b"x", now - 2_000_000)  # 2 ms ago
+    recorder.on_message(b"x", now + 60_000_000_000)  # a producer clock a minute ahead
+    recorder.on_message(b"x", NO_SEND_TIME_NS)
+    stats = worker.snapshot(0, 1000, warmup=False)
+    worker.close(delete_topics=True)
+    assert stats.received == 3
+    assert stats.negative_e2e == 1
+    assert stats.histogram(END_TO_END).total == 1

@@ -198,6 +198,13 @@ def land_two_workers(landing: Path, pace_s: float) -> None:
         writer.end(incomplete=False, stop_reason=None)
 
 
+def wait_for_line(process: subprocess.Popen, text: str) -> None:
+    for line in process.stderr:
+        if text in line:
+            return
+    raise AssertionError(f"the ingest job ended before saying {text!r}")
+
+
 def test_a_job_killed_mid_stream_resumes_and_every_interval_lands_exactly_once(tmp_path):
     landing, out = tmp_path / "landing", tmp_path / "tables"
     landing.mkdir()
@@ -221,10 +228,9 @@ def test_a_job_killed_mid_stream_resumes_and_every_interval_lands_exactly_once(t
         start_new_session=True,
     )
     try:
+        wait_for_line(live, "watching")  # Spark is up: the landing starts while it watches
         writer.start()
-        for line in live.stderr:  # the first committed batch, then a moment into the next ones
-            if "INFO loadgen.pipeline: batch" in line:
-                break
+        wait_for_line(live, "INFO loadgen.pipeline: batch")  # a committed batch, then a moment
         time.sleep(1.3)
         os.killpg(live.pid, signal.SIGKILL)  # the driver, its JVM and Spark's Python workers
         live.wait(timeout=30)

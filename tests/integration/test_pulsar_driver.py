@@ -32,6 +32,17 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
+def pulsar_broker():
+    """A pulsar-lite of this module's own (16 partitions per topic), not the session's: after
+    other tests had used the session broker, a second Shared consumer was seen to get nothing
+    (and a closed consumer's messages not to come back) in about one run in three; on a broker
+    of its own the module never failed. Not understood yet: a pulsar-lite state problem or ours."""
+    broker = start_pulsar_lite()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="module")
 def flat_broker():
     """pulsar-lite with non-partitioned topics (its partition count is broker-wide)."""
     broker = start_pulsar_lite(default_partitions=0)
@@ -132,9 +143,7 @@ def prefetched_by_a_paused_consumer(broker, driver, topic, consumer_settings, co
     time.sleep(1.5)
     prefetched = count - len(others)
     paused.close()
-    # pulsar-lite's redelivery of a closed consumer's messages took over 10 s once in a full
-    # CI run (never in isolation): wait longer, and say how far it got if it never comes
-    assert wait_for(lambda: len(others) == count, timeout_s=45), (
+    assert wait_for(lambda: len(others) == count), (
         f"{count - len(others)} of the {prefetched} prefetched messages never came back"
     )
     assert held == []  # paused: its listener never ran

@@ -255,3 +255,12 @@ def test_the_feed_lands_one_interval_behind_and_the_final_list_at_the_end(tmp_pa
     last = lines(tmp_path / "run-1-w0-000001.json")[0]
     assert (last["sent"], last["interval_end"]) == (777, 2_500)
     assert lines(tmp_path / "run-1-w0-end.json")[0]["seq"] == 2
+
+
+def test_a_second_close_in_the_same_batch_is_quarantined_not_a_second_run_row(tmp_path):
+    land = writer(tmp_path, "a", workers=2)
+    feed = Feed()
+    feed.batch(land.interval(interval(0)))
+    feed.batch(close_run(tmp_path, RUN, "first"), close_run(tmp_path, RUN, "second"))
+    assert len(feed.runs) == 1
+    assert "was finalised" in feed.quarantine[0]["reason"]

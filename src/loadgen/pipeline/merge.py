@@ -340,7 +340,9 @@ class _Group:
                 "merged_at": self.now,
             }
         )
-        self.step.state = RunState(
+        # the tombstone is the group's state from here on, so later lines of this very batch
+        # (a second close, say) are quarantined as late instead of finishing the run again
+        self.state = self.step.state = RunState(
             state.workload, state.driver, state.driver_kind, state.workers, None, finished=True
         )
 

@@ -14,7 +14,7 @@ from typing import Any
 from loadgen.driver import open_driver
 from loadgen.errors import RunAborted
 from loadgen.payload import build_payloads
-from loadgen.pipeline.landing import LOCAL_WORKER, RunIdentity, open_landing
+from loadgen.pipeline.landing import RunIdentity, open_landing
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.hlog import write_hlogs
 from loadgen.results.metadata import configuration, run_metadata
@@ -22,6 +22,7 @@ from loadgen.results.testresult import ResultHeader, build_test_result
 from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.worker.local import WORKER_ID
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def execute(
     setup = configuration(workload, spec)
     landing = None
     if options.pipeline_dir is not None:
-        identity = RunIdentity(run_id, LOCAL_WORKER, 1, name, spec.name, spec.kind, setup)
+        identity = RunIdentity(run_id, WORKER_ID, 1, name, spec.name, spec.kind, setup)
         landing = open_landing(Path(options.pipeline_dir), identity)
         options = replace(options, on_interval=landing.chain(options.on_interval))
     payloads = build_payloads(workload, workload_path)

@@ -66,15 +66,7 @@ def _frame(step: Step) -> pd.DataFrame:
     """The step's rows as one pandas frame in the merged schema (None stays null in any type)."""
     import pandas as pd
 
-    rows = [
-        {TABLE_COLUMN: table, **row}
-        for table, items in (
-            ("intervals", step.intervals),
-            ("runs", step.runs),
-            ("quarantine", step.quarantine),
-        )
-        for row in items
-    ]
+    rows = [{TABLE_COLUMN: table, **row} for table in TABLES for row in getattr(step, table)]
     return pd.DataFrame(
         {
             name: pd.Series([row.get(name) for row in rows], dtype=object)

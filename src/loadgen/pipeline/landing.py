@@ -29,9 +29,6 @@ from loadgen.stats import METRICS, IntervalStats
 
 log = logging.getLogger("loadgen.pipeline")
 
-LOCAL_WORKER = "local"
-"""The worker id of a run on this host alone (as in the result's ``run.workers``)."""
-
 INTERVAL = "interval"
 END = "end"
 CLOSE = "close"

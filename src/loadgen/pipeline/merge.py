@@ -100,7 +100,8 @@ class RunState:
 
 @dataclass
 class Step:
-    """What one call produced: the state to keep (``None``: forget the group) and the rows."""
+    """What one call produced: the state to keep (``None``: nothing to keep) and the rows of
+    each output table, one field per table name of :data:`loadgen.pipeline.tables.TABLES`."""
 
     state: RunState | None
     intervals: list[dict[str, Any]] = field(default_factory=list)

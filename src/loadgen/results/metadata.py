@@ -16,6 +16,7 @@ import loadgen
 from loadgen.scenarios.tailing import RunOptions, RunOutcome
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.worker.local import WORKER_ID
 
 SECRET_MARKERS = ("password", "secret", "token", "credential", "sasl.jaas", "private")
 CLIENT_DISTRIBUTIONS = ("confluent-kafka", "pika", "pulsar-client", "pravega", "hdrhistogram")
@@ -126,6 +127,6 @@ def run_metadata(
         },
         "phaseSeconds": {phase: round(t, 3) for phase, t in outcome.phase_seconds.items()},
         "stopDetail": outcome.stop_detail or None,
-        "workers": ["local"],
-        "clockOffsetsMs": {"local": 0.0},
+        "workers": [WORKER_ID],
+        "clockOffsetsMs": {WORKER_ID: 0.0},
     }

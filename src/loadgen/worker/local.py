@@ -32,6 +32,8 @@ from loadgen.worker.producer_loop import ProducerLoop
 log = logging.getLogger("loadgen.worker")
 
 PROBE_KEY = b"key"
+WORKER_ID = "local"
+"""This worker's id in results and pipeline records while a run has one worker on one host."""
 UNSTAMPED_BELOW = -(2**62)
 """An end-to-end "latency" below this (about -146 years) comes from a message without a send
 time (:data:`loadgen.driver.NO_SEND_TIME_NS`), not from clock skew."""

@@ -1,7 +1,7 @@
 """loadgen's Pulsar producer path beside a bare pulsar-client send_async loop, same run.
 
 Usage: python bench/pulsar_producer_vs_bare.py [--seconds 10] [--rounds 3] [--size 1024]
-       [--saturate 1 2 3 4] [--bare-latency]
+       [--saturate 1 2 3 4] [--bare-latency] [--cpu N]
 
 Starts pulsar-lite (16 partitions per topic, 127.0.0.1), then alternates A (bare loop) and B
 (loadgen: ProducerLoop + recorder + Pulsar driver + per-second binning) in fresh subprocesses
@@ -9,6 +9,10 @@ Starts pulsar-lite (16 partitions per topic, 127.0.0.1), then alternates A (bare
 128 KiB), ``block_if_queue_full`` with 1000 pending messages per partition, 1 KiB, the send
 time as a message property, a fresh 16-partition topic per run, unthrottled for ``--seconds``.
 pulsar-lite has no admin REST, so the topics stay until the broker stops.
+
+``--cpu N`` pins both sides' processes to CPU ``N`` before they create their client (loadgen's
+side through :func:`loadgen.cpus.pin`, as ``loadgen run --cpus N`` does; the bare side with
+``os.sched_setaffinity``, as a user would); the broker is not pinned.
 
 ``--saturate N...`` then runs N loadgen producer processes at once (each on its own topic) and
 reports their summed rate and the broker's CPU, to show how many it takes to saturate it.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -30,6 +35,7 @@ import psutil
 import pulsar
 
 import ab
+from loadgen.cpus import pin, usable_cpus
 from loadgen.driver import TopicSpec
 from loadgen.spec.driver_spec import DriverSpec
 
@@ -44,12 +50,16 @@ PRODUCER = {
 }
 
 
-def bare(url: str, topic: str, seconds: float, size: int, latency: bool = False) -> dict:
+def bare(
+    url: str, topic: str, seconds: float, size: int, latency: bool = False, cpu: int | None = None
+) -> dict:
     """The loop pulsar-client's docs teach: send_async with a callback, queue full blocks.
 
     ``latency``: the same loop measuring what loadgen measures, publish latency per message,
     which takes a callback bound per message to its send time (as any latency tool needs).
     """
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
     client = pulsar.Client(url, io_threads=1, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
     producer = client.create_producer(
         f"persistent://public/default/{topic}",
@@ -85,8 +95,12 @@ def bare(url: str, topic: str, seconds: float, size: int, latency: bool = False)
     return result
 
 
-def engine(url: str, topic: str, seconds: float, size: int, latency: bool = False) -> dict:
+def engine(
+    url: str, topic: str, seconds: float, size: int, latency: bool = False, cpu: int | None = None
+) -> dict:
     """loadgen's side; ``latency`` only selects the bare loop it is compared with."""
+    if cpu is not None:
+        pin(usable_cpus(str(cpu)))
     config = {"client": {"serviceUrl": url, "ioThreads": 1}, "producer": PRODUCER}
     spec = DriverSpec(name="Pulsar", kind="pulsar", config=config)
     return ab.engine(
@@ -134,6 +148,7 @@ def saturate(url: str, broker_pid: int, processes: int, seconds: float, size: in
 def main() -> None:
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--saturate", type=int, nargs="*", default=[])
+    extra.add_argument("--cpu", type=int, default=None, help="pin both sides to this CPU")
     extra.add_argument(
         "--bare-latency",
         action="store_true",
@@ -152,7 +167,9 @@ def main() -> None:
         return lambda: None  # auto-created on first use; pulsar-lite cannot delete it
 
     try:
-        rows = ab.alternate(__file__, args, fresh_topic, url=url, latency=known.bare_latency)
+        rows = ab.alternate(
+            __file__, args, fresh_topic, url=url, latency=known.bare_latency, cpu=known.cpu
+        )
         ab.print_summary(rows)
         for processes in known.saturate:
             row = saturate(url, broker.pid, processes, args.seconds, args.size)

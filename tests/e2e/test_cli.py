@@ -290,3 +290,19 @@ def test_two_output_modes_at_once_exit_2(tiny, tmp_path):
     done = loadgen("run", str(tiny), "--quiet", "--json-lines", cwd=tmp_path)
     assert done.returncode == 2
     assert "--quiet --json-lines" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cpus_pins_the_run_and_the_result_says_where_it_ran(tiny, tmp_path):
+    done = loadgen(*short_memory_run(tiny, tmp_path), "--cpus", "0", "--json-lines", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])["result"]
+    assert json.loads(Path(result).read_text())["run"]["cpuAffinity"] == [0]
+
+
+def test_cpus_outside_the_machine_exit_2_naming_the_option_and_the_usable_ones(tiny, tmp_path):
+    done = loadgen(*short_memory_run(tiny, tmp_path), "--cpus", "0,4096", cwd=tmp_path)
+    assert done.returncode == 2
+    usable = sorted(os.sched_getaffinity(0))
+    assert "--cpus: CPU 4096 is not available to this process" in done.stderr
+    assert f"(allowed: {usable[0]}-{usable[-1]})" in done.stderr or len(usable) == 1
+    assert not list(tmp_path.glob("*.json"))  # refused before anything ran

@@ -42,4 +42,5 @@ def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):
     assert run["clientVersions"]["confluent-kafka"] == version("confluent-kafka")
     assert run["clientVersions"]["pika"] == version("pika")
     assert run["cpuCount"] == os.cpu_count()
+    assert run["cpuAffinity"] == sorted(os.sched_getaffinity(0))
     assert run["loadgenVersion"] == loadgen.__version__

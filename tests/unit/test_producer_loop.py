@@ -1,3 +1,4 @@
+import gc
 import time
 
 from drivers.memory import Driver
@@ -95,3 +96,15 @@ def test_the_loop_waits_inside_poll_so_acks_are_timed_when_they_arrive():
     # acked 0.3 ms after sending; a loop that slept until its next send would record ~1 ms
     median = sorted(sample.publish)[len(sample.publish) // 2]
     assert 300_000 <= median < 700_000
+
+
+def test_the_heap_is_frozen_while_the_loop_sends_and_thawed_after_it_stops():
+    driver = Driver.from_config(DriverSpec(name="mem", kind="memory"))
+    driver.create_topics([TopicSpec("t", 1)])
+    loop = ProducerLoop([driver.create_producer("t")], [b"x"], None, 1000, ProducerRecorder())
+    assert gc.get_freeze_count() == 0
+    loop.start()
+    time.sleep(0.1)
+    assert gc.get_freeze_count() > 0
+    loop.stop()
+    assert gc.get_freeze_count() == 0

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import loadgen
+from loadgen.cpus import available_cpus
 from loadgen.scenarios.tailing import RunOptions, RunOutcome
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
@@ -90,6 +91,7 @@ def configuration(workload: Workload, spec: DriverSpec) -> dict[str, Any]:
         "clientVersions": client_versions(),
         "host": socket.gethostname(),
         "cpuCount": os.cpu_count(),
+        "cpuAffinity": None if (cpus := available_cpus()) is None else sorted(cpus),
         "platform": platform.platform(),
         "gitSha": _git_sha(),
         "workload": workload.model_dump(by_alias=True, mode="json"),

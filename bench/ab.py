@@ -4,6 +4,8 @@ Each side runs in a fresh subprocess (``python <bench script> --child SIDE ARGS_
 prints one JSON line: messages acknowledged, wall seconds, and the CPU time of its own process
 (utime + stime via getrusage, all threads). The parent alternates the sides round by round and
 prints per-round rows, medians, and loadgen/bare ratios of throughput and CPU per message.
+``--cpu N`` pins each child to CPU ``N`` before either side creates its client (through
+:func:`loadgen.cpus.pin`, what ``loadgen run --cpus`` does); brokers are never pinned.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+from loadgen.cpus import pin, usable_cpus
 from loadgen.driver import TopicSpec, open_driver
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.worker.local import LocalWorker
@@ -57,7 +60,11 @@ def child_main(sides: dict[str, Callable[..., dict]]) -> bool:
     """In a child process (``--child SIDE ARGS``): run that side, print its row, return True."""
     if len(sys.argv) != 4 or sys.argv[1] != "--child":
         return False
-    print(json.dumps(sides[sys.argv[2]](**json.loads(sys.argv[3]))))
+    kwargs = json.loads(sys.argv[3])
+    cpu = kwargs.pop("cpu", None)
+    if cpu is not None:
+        pin(usable_cpus(str(cpu)))
+    print(json.dumps(sides[sys.argv[2]](**kwargs)))
     return True
 
 
@@ -75,11 +82,12 @@ def run_side(script: str, side: str, **kwargs: object) -> dict:
 
 
 def parse_args(seconds: float, rounds: int) -> argparse.Namespace:
-    """``--seconds`` per run, ``--rounds`` of A then B, ``--size`` of each message."""
+    """``--seconds`` per run, ``--rounds`` of A then B, ``--size`` of each message, ``--cpu``."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=seconds)
     parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--cpu", type=int, default=None, help="pin both sides to this CPU")
     return parser.parse_args()
 
 
@@ -97,7 +105,13 @@ def alternate(
             topic = f"bench-{uuid.uuid4().hex[:8]}"
             remove = fresh_topic(topic)
             row = run_side(
-                script, side, topic=topic, seconds=args.seconds, size=args.size, **side_args
+                script,
+                side,
+                topic=topic,
+                seconds=args.seconds,
+                size=args.size,
+                cpu=args.cpu,
+                **side_args,
             )
             rows[side].append(row)
             print_row(round_number, side, row)

@@ -1,6 +1,6 @@
 """loadgen's Kafka producer path beside a bare confluent-kafka loop: same settings, same run.
 
-Usage: python bench/kafka_producer_vs_bare.py [--seconds 10] [--rounds 3] [--size 1024]
+Usage: python bench/kafka_producer_vs_bare.py [--seconds 10] [--rounds 3] [--size 1024] [--cpu N]
 
 Starts a local tansu, then alternates A (bare loop) and B (loadgen: ProducerLoop + recorder +
 Kafka driver + per-second histogram binning) in fresh subprocesses (:mod:`ab`), each sending

@@ -10,9 +10,7 @@ Starts pulsar-lite (16 partitions per topic, 127.0.0.1), then alternates A (bare
 time as a message property, a fresh 16-partition topic per run, unthrottled for ``--seconds``.
 pulsar-lite has no admin REST, so the topics stay until the broker stops.
 
-``--cpu N`` pins both sides' processes to CPU ``N`` before they create their client (loadgen's
-side through :func:`loadgen.cpus.pin`, as ``loadgen run --cpus N`` does; the bare side with
-``os.sched_setaffinity``, as a user would); the broker is not pinned.
+``--cpu N`` pins both sides' processes to CPU ``N`` (:mod:`ab`); the broker is not pinned.
 
 ``--saturate N...`` then runs N loadgen producer processes at once (each on its own topic) and
 reports their summed rate and the broker's CPU, to show how many it takes to saturate it.
@@ -22,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -35,7 +32,6 @@ import psutil
 import pulsar
 
 import ab
-from loadgen.cpus import pin, usable_cpus
 from loadgen.driver import TopicSpec
 from loadgen.spec.driver_spec import DriverSpec
 
@@ -50,16 +46,12 @@ PRODUCER = {
 }
 
 
-def bare(
-    url: str, topic: str, seconds: float, size: int, latency: bool = False, cpu: int | None = None
-) -> dict:
+def bare(url: str, topic: str, seconds: float, size: int, latency: bool = False) -> dict:
     """The loop pulsar-client's docs teach: send_async with a callback, queue full blocks.
 
     ``latency``: the same loop measuring what loadgen measures, publish latency per message,
     which takes a callback bound per message to its send time (as any latency tool needs).
     """
-    if cpu is not None:
-        os.sched_setaffinity(0, {cpu})
     client = pulsar.Client(url, io_threads=1, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
     producer = client.create_producer(
         f"persistent://public/default/{topic}",
@@ -95,12 +87,8 @@ def bare(
     return result
 
 
-def engine(
-    url: str, topic: str, seconds: float, size: int, latency: bool = False, cpu: int | None = None
-) -> dict:
+def engine(url: str, topic: str, seconds: float, size: int, latency: bool = False) -> dict:
     """loadgen's side; ``latency`` only selects the bare loop it is compared with."""
-    if cpu is not None:
-        pin(usable_cpus(str(cpu)))
     config = {"client": {"serviceUrl": url, "ioThreads": 1}, "producer": PRODUCER}
     spec = DriverSpec(name="Pulsar", kind="pulsar", config=config)
     return ab.engine(
@@ -148,7 +136,6 @@ def saturate(url: str, broker_pid: int, processes: int, seconds: float, size: in
 def main() -> None:
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--saturate", type=int, nargs="*", default=[])
-    extra.add_argument("--cpu", type=int, default=None, help="pin both sides to this CPU")
     extra.add_argument(
         "--bare-latency",
         action="store_true",
@@ -167,9 +154,7 @@ def main() -> None:
         return lambda: None  # auto-created on first use; pulsar-lite cannot delete it
 
     try:
-        rows = ab.alternate(
-            __file__, args, fresh_topic, url=url, latency=known.bare_latency, cpu=known.cpu
-        )
+        rows = ab.alternate(__file__, args, fresh_topic, url=url, latency=known.bare_latency)
         ab.print_summary(rows)
         for processes in known.saturate:
             row = saturate(url, broker.pid, processes, args.seconds, args.size)

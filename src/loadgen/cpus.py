@@ -3,8 +3,8 @@
 Why: a client that acknowledges through Python callbacks from a native I/O thread
 (pulsar-client) hands the GIL to that thread and back for every message. When the two threads
 sit on different cores each hand-off is a cross-core wake-up; pinned to one CPU, the same
-producer sent 1.6–1.9× more on two cores (bench/RESULTS.md). Clients that do their work outside
-the GIL on threads of their own (librdkafka) may lose from it, hence an option, not a default.
+producer sent 1.6–1.9× more on two cores (bench/RESULTS.md). The Kafka and RabbitMQ producers
+gained nothing from it there (4–6 % less, within noise), hence an option, not a default.
 
 Linux applies the affinity to the calling thread, and every thread inherits it from the thread
 that starts it: pin before any driver starts its threads, and after starting a local broker

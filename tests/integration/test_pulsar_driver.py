@@ -126,21 +126,41 @@ def test_batching_decides_how_many_messages_share_an_entry(
         assert len(entries) == 500
 
 
+STRANDED_ATTEMPTS = 3
+
+
 def prefetched_by_a_paused_consumer(broker, driver, topic, consumer_settings, count):
     """How many of ``count`` messages a paused consumer's receiver queues took: a second
     consumer of the subscription, started afterwards, gets the rest at once, and those held
     back once the paused one closes unacknowledged. Batching is off, since the broker hands
-    out whole batches whatever the permits."""
+    out whole batches whatever the permits.
+
+    pulsar-lite defect, reproduced with the bare client (1 run in 6 to 25, with or without the
+    total cap): now and then the second consumer gets nothing at all, not even after the paused
+    one closes. That attempt is dropped and the measurement repeated on a fresh topic, at most
+    ``STRANDED_ATTEMPTS`` times; any other outcome is asserted at once."""
+    for attempt in range(STRANDED_ATTEMPTS):
+        prefetched = _prefetch_once(broker, driver, f"{topic}-{attempt}", consumer_settings, count)
+        if prefetched is not None:
+            return prefetched
+    pytest.fail(f"the second consumer got nothing in {STRANDED_ATTEMPTS} attempts")
+
+
+def _prefetch_once(broker, driver, topic, consumer_settings, count):
     pulsar_driver = driver(broker, producer={"batchingEnabled": False}, consumer=consumer_settings)
     held, others = [], []
     paused = pulsar_driver.create_consumer(topic, "sub", lambda p, s: held.append(p))
     paused.pause()
     assert send_all(pulsar_driver.create_producer(topic), count) == [None] * count
     time.sleep(0.5)
-    pulsar_driver.create_consumer(topic, "sub", lambda p, s: others.append(p))
+    second = pulsar_driver.create_consumer(topic, "sub", lambda p, s: others.append(p))
     time.sleep(1.5)
     prefetched = count - len(others)
     paused.close()
+    if not others and not wait_for(lambda: others, timeout_s=3.0):
+        logging.warning("pulsar-lite stranded the second consumer of %s; trying again", topic)
+        second.close()
+        return None
     assert wait_for(lambda: len(others) == count), (
         f"{count - len(others)} of the {prefetched} prefetched messages never came back"
     )
@@ -164,8 +184,8 @@ def test_receiver_queues_are_per_partition_capped_by_the_total(driver, pulsar_br
         == 16 * 10
     )
     capped = {"receiverQueueSize": 100, "maxTotalReceiverQueueSizeAcrossPartitions": 32}
-    other_topic = f"{topic}-capped"
-    assert prefetched_by_a_paused_consumer(pulsar_broker, driver, other_topic, capped, 1600) == 32
+    capped_topic = f"{topic}-capped"
+    assert prefetched_by_a_paused_consumer(pulsar_broker, driver, capped_topic, capped, 1600) == 32
 
 
 def test_shared_consumers_split_the_messages_without_duplicates(driver, pulsar_broker, topic):

@@ -86,21 +86,23 @@ def test_assigned_consumers_skip_the_group_and_each_read_every_partition(kafka_s
     first, second = Inbox(), Inbox()
     consumers = [assigning.create_consumer(topic, "sub-same", inbox) for inbox in (first, second)]
     producer = assigning.create_producer(topic)
-    for i in range(320):
-        producer.send(b"key-%d" % i, b"m%d" % i, lambda *_: None)
-    assert producer.flush(30) == 0
-    wait_for(lambda: len(first) == 320 and len(second) == 320, timeout=30)
-    consumers[0].pause()
-    producer.send(None, b"later", lambda *_: None)
-    producer.flush(10)
-    wait_for(lambda: len(second) == 321, timeout=30)
-    assert len(first) == 320
-    consumers[0].resume()
-    wait_for(lambda: len(first) == 321, timeout=30)
-    for consumer in consumers:
-        consumer.close()
-    producer.close()
-    assigning.close()
+    try:  # a failure must still stop the consumer threads, or they outlive the test's clients
+        for i in range(320):
+            producer.send(b"key-%d" % i, b"m%d" % i, lambda *_: None)
+        assert producer.flush(30) == 0
+        wait_for(lambda: len(first) == 320 and len(second) == 320, timeout=30)
+        consumers[0].pause()
+        producer.send(None, b"later", lambda *_: None)
+        producer.flush(10)
+        wait_for(lambda: len(second) == 321, timeout=30)
+        assert len(first) == 320
+        consumers[0].resume()
+        wait_for(lambda: len(first) == 321, timeout=30)
+    finally:
+        for consumer in consumers:
+            consumer.close()
+        producer.close()
+        assigning.close()
 
 
 def test_creating_an_existing_topic_is_not_an_error(driver, topic):

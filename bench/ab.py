@@ -41,8 +41,7 @@ def engine(spec: DriverSpec, topic: TopicSpec, seconds: float, size: int) -> dic
     """loadgen's own path: the worker's producer loop at an unreachable rate, binned each second."""
     worker = LocalWorker(open_driver(spec))
     worker.driver.create_topics([topic])  # idempotent: the parent already made it
-    worker.topics = [topic.name]
-    worker.create_producers(1)
+    worker.create_producers([topic.name])
     cpu0, start = cpu_seconds(), time.perf_counter()
     worker.start_load(10_000_000, [bytes(size)], "NO_KEY")
     acked = 0

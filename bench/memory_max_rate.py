@@ -20,13 +20,14 @@ import time
 from loadgen.driver import open_driver
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.worker.local import LocalWorker
+from loadgen.worker.plan import consumer_subscriptions
 
 
 def measure(seconds: float, size: int, consumers: int) -> dict:
     worker = LocalWorker(open_driver(DriverSpec(name="Memory", kind="memory")))
-    worker.create_topics(1, 16)
-    worker.create_consumers(consumers, 1)
-    worker.create_producers(1)
+    topics = worker.create_topics(1, 16)
+    worker.create_consumers(consumer_subscriptions(topics, consumers, 1))
+    worker.create_producers(topics)
     usage0 = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     worker.start_load(10_000_000, [bytes(size)], "NO_KEY")

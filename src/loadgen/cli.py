@@ -13,6 +13,10 @@ from pathlib import Path
 import click
 
 import loadgen
+from loadgen.cluster.placement import Placement, cores, worker_urls
+from loadgen.cluster.server import DEFAULT_MAX_BODY_BYTES, serve
+from loadgen.cluster.spawn import ANNOUNCEMENT, TOKEN_ENV
+from loadgen.cluster.split import SPLITS
 from loadgen.cpus import pin, usable_cpus
 from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
 from loadgen.pipeline.commands import pipeline
@@ -130,6 +134,32 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
     help="Also land every interval in DIR for `loadgen pipeline ingest` (Spark).",
 )
 @click.option(
+    "--workers",
+    default=None,
+    help="Run on these `loadgen worker`s (URL,URL,...; the first creates the topics) instead "
+    "of processes on this host.",
+)
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes on this host [default: one per usable core; 1 runs in this process].",
+)
+@click.option(
+    "--split",
+    type=click.Choice(SPLITS),
+    default=None,
+    help="How producers and consumers are dealt over workers: OMB's rule (producers on the "
+    "first half, consumers on the rest) or whole topics per worker [default: omb; topics for "
+    "the memory driver].",
+)
+@click.option(
+    "--token",
+    envvar=TOKEN_ENV,
+    default=None,
+    help=f"The workers' token (or {TOKEN_ENV}); never printed or stored.",
+)
+@click.option(
     "--cpus",
     default=None,
     help="Pin loadgen to these CPUs (1, 0,2 or 0-3; Linux). Pulsar's producer sent 1.6-1.9x "
@@ -149,6 +179,10 @@ def run(
     json_lines: bool,
     no_report: bool,
     pipeline_dir: Path | None,
+    workers: str | None,
+    processes: int | None,
+    split: str | None,
+    token: str | None,
     cpus: str | None,
 ) -> None:
     """Run each WORKLOAD against each driver, in order, as OMB does.
@@ -171,6 +205,12 @@ def run(
         out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=json_lines), not no_report
     )
     pinned = None if cpus is None else usable_cpus(cpus)
+    placement = Placement(
+        workers=worker_urls(workers) if workers else (),
+        processes=processes or (len(pinned) if pinned is not None else cores()),
+        split=split,
+        token=token,
+    )
     loaded = [(path, load_workload(path, lenient=lenient)) for path in workloads]
     specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
     options = RunOptions(
@@ -190,7 +230,7 @@ def run(
         for path, workload in loaded:
             for spec in specs:
                 try:
-                    _run_and_show(workload, path, spec, options, output)
+                    _run_and_show(workload, path, spec, options, placement, output)
                 except LoadgenError as error:
                     interrupted = isinstance(error, RunAborted) and error.reason == "interrupted"
                     if single_run or interrupted:
@@ -229,14 +269,19 @@ class Output:
 
 
 def _run_and_show(
-    workload: Workload, path: Path, spec: DriverSpec, options: RunOptions, output: Output
+    workload: Workload,
+    path: Path,
+    spec: DriverSpec,
+    options: RunOptions,
+    placement: Placement,
+    output: Output,
 ) -> None:
     title = f"{workload.name or path.stem} on {spec.name} ({spec.kind})"
     click.echo(f"== {title}", err=True)
     with display_for(output.display, title) as display:
         shown = replace(options, on_interval=display.interval, on_phase=display.phase)
         try:
-            report = run_one(workload, path, spec, output.out_dir, shown)
+            report = run_one(workload, path, spec, output.out_dir, shown, placement)
         except RunAborted as aborted:
             display.finish(None, aborted.result_path)
             _files_written(aborted.result_path, output)
@@ -451,6 +496,43 @@ def brokers(action: str, kind: str, port: int | None) -> None:
         )
         if broker is None:
             sys.exit(1)
+
+
+@cli.command()
+@click.option(
+    "--bind",
+    default="127.0.0.1:8080",
+    show_default=True,
+    help="HOST:PORT to listen on (port 0: any free one). Not loopback needs a token.",
+)
+@click.option(
+    "--token",
+    envvar=TOKEN_ENV,
+    default=None,
+    help=f"Require this bearer token on every request (or {TOKEN_ENV}).",
+)
+@click.option(
+    "--max-body-mb",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_BODY_BYTES // 2**20,
+    show_default=True,
+    help="Largest request body accepted (the payload pool travels in one).",
+)
+@click.option("--exit-with-stdin", is_flag=True, hidden=True)
+def worker(bind: str, token: str | None, max_body_mb: int, exit_with_stdin: bool) -> None:
+    """Serve runs for a coordinator (`loadgen run --workers URL,...`) until stopped."""
+
+    def announce(url: str) -> None:
+        click.echo(f"{ANNOUNCEMENT}{url}")
+        sys.stdout.flush()
+
+    serve(
+        bind,
+        token or None,
+        max_body_bytes=max_body_mb * 2**20,
+        announce=announce,
+        exit_with_stdin=exit_with_stdin,
+    )
 
 
 cli.add_command(pipeline)

@@ -123,6 +123,11 @@ class Driver(Protocol):
 
     def create_topics(self, topics: list[TopicSpec]) -> None: ...
 
+    # Optional: ``adopt_topics(topics: list[TopicSpec]) -> None`` for a driver that needs to know
+    # about topics another worker of a multi-process run created (RabbitMQ: their partition
+    # count); it creates and deletes nothing on the broker. A driver class whose broker lives
+    # inside its process sets ``process_local = True`` (the memory driver).
+
     def delete_topics(self, names: list[str]) -> None: ...
 
     def create_producer(self, topic: str) -> Producer: ...

@@ -7,8 +7,16 @@ The tree (the CLI maps it to exit codes in one place, :func:`exit_code_for`)::
     ├── MissingExtra(package, extra)              exit 2  an optional dependency is not installed
     ├── BrokerUnreachable(address, broker)        exit 3  nothing answers at the address tried
     ├── DriverError(broker, cause)                exit 1  the broker answered, but with an error
+    ├── WorkerError(url, detail)                  exit 1  a remote worker failed (its own exit
+    │   │                                                 code when it reported one)
+    │   ├── WorkerUnreachable(url)                exit 3  nothing answered at the worker's URL
+    │   ├── WorkerRefused(url)                    exit 2  the worker refused the token (HTTP 401)
+    │   └── WorkerLost(url)                       exit 1  it answered before, then stopped mid-run
     └── RunAborted(reason)                        exit 130 (interrupted) or 1; the partial result
                                                            has been written before this is raised
+
+A run cut short by an error keeps what it measured; the error's ``stop_reason`` (``error``
+unless a subclass says otherwise) becomes the result's ``stopReason``.
 
 Messages are written for the person at the terminal: they name the file, the field, the value
 and what would have been accepted, so that nobody needs a traceback to fix their input.
@@ -23,6 +31,7 @@ class LoadgenError(Exception):
     """Base of every deliberate loadgen error."""
 
     exit_code = 1
+    stop_reason = "error"
 
 
 class ConfigError(LoadgenError):
@@ -91,6 +100,47 @@ class DriverError(LoadgenError):
         self.broker = broker
         self.cause = cause
         super().__init__(f"{broker}: {cause}")
+
+
+class WorkerError(LoadgenError):
+    """A worker of a multi-process or distributed run failed; ``url`` names which.
+
+    ``exit_code`` is the one the worker reported for its own error (2 for a config error it
+    found, 3 for a broker it could not reach), 1 when it reported none.
+    """
+
+    def __init__(self, url: str, detail: str, exit_code: int = 1) -> None:
+        self.url = url
+        self.detail = detail
+        self.exit_code = exit_code
+        super().__init__(f"worker {url}: {detail}")
+
+
+class WorkerUnreachable(WorkerError):
+    """Nothing answered at the worker's URL within the connect deadline."""
+
+    def __init__(self, url: str, detail: str) -> None:
+        super().__init__(url, f"unreachable: {detail}", exit_code=3)
+
+
+class WorkerRefused(WorkerError):
+    """The worker answered 401: the token is missing or wrong."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(
+            url,
+            "refused the token (HTTP 401); give the worker's token with --token or LOADGEN_TOKEN",
+            exit_code=2,
+        )
+
+
+class WorkerLost(WorkerError):
+    """A worker stopped answering during a run (crashed, killed, network gone)."""
+
+    stop_reason = "worker-lost"
+
+    def __init__(self, url: str, detail: str) -> None:
+        super().__init__(url, f"lost during the run: {detail}")
 
 
 class RunAborted(LoadgenError):

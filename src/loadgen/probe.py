@@ -26,6 +26,7 @@ from loadgen.report.records import latency_ms
 from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
 from loadgen.spec import DriverSpec, Workload, load_driver_spec, parse_model
 from loadgen.stats import END_TO_END, PUBLISH, IntervalStats, merge_all
+from loadgen.worker.local import LocalWorker
 
 SOURCE = "<probe>"
 KAFKA_DEFAULT_PORT = 9092
@@ -188,7 +189,9 @@ def run_probe(
         topic_names=(settings.topic,) if settings.topic else (),
         on_interval=lambda stats, _backlog: on_interval(stats),
     )
-    outcome = run_tailing(open_driver(spec), workload, build_payloads(workload, None), options)
+    outcome = run_tailing(
+        LocalWorker(open_driver(spec)), workload, build_payloads(workload, None), options
+    )
     return _verdict(outcome, settings)
 
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loadgen.driver import open_driver
+from loadgen.cluster.placement import Placement, open_worker
 from loadgen.errors import RunAborted
 from loadgen.payload import build_payloads
 from loadgen.pipeline.landing import RunIdentity, open_landing
@@ -23,6 +23,8 @@ from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.worker.local import WORKER_ID
+
+IN_PROCESS = Placement()
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ def execute(
     workload_path: Path | None,
     spec: DriverSpec,
     options: RunOptions,
+    placement: Placement = IN_PROCESS,
 ) -> tuple[str, dict[str, Any], RunOutcome]:
     """Run ``workload`` against ``spec``: its name, the result document, the raw outcome.
 
@@ -54,8 +57,8 @@ def execute(
         landing = open_landing(Path(options.pipeline_dir), identity)
         options = replace(options, on_interval=landing.chain(options.on_interval))
     payloads = build_payloads(workload, workload_path)
-    driver = open_driver(spec)
-    outcome = run_tailing(driver, workload, payloads, options)
+    with open_worker(spec, workload, placement) as worker:
+        outcome = run_tailing(worker, workload, payloads, options)
     if landing is not None:
         landing.end(
             outcome.intervals, incomplete=outcome.incomplete, stop_reason=outcome.stop_reason
@@ -73,7 +76,7 @@ def execute(
     result = build_test_result(
         header,
         outcome.intervals,
-        run=run_metadata(workload, spec, options, outcome, run_id, setup),
+        run=run_metadata(workload, spec, options, outcome, run_id, setup, placement),
         probe_sent=outcome.totals.probe_sent,
         probe_received=outcome.totals.probe_received,
         incomplete=outcome.incomplete,
@@ -94,12 +97,13 @@ def run_one(
     spec: DriverSpec,
     out_dir: Path,
     options: RunOptions,
+    placement: Placement = IN_PROCESS,
 ) -> RunReport:
     """Run ``workload`` against ``spec`` and write the result; raise RunAborted if cut short.
 
     The result file is written before RunAborted is raised, so nothing measured is lost.
     """
-    name, result, outcome = execute(workload, workload_path, spec, options)
+    name, result, outcome = execute(workload, workload_path, spec, options, placement)
     path = result_path(out_dir, name, spec, outcome)
     write_json_atomic(path, result)
     write_hlogs(path, outcome.intervals, outcome.started_ms)

@@ -10,6 +10,7 @@ from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.worker.local import LocalWorker
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
 
@@ -130,7 +131,7 @@ def test_named_topics_are_used_as_given_and_never_deleted():
     driver.delete_topics = deleted.extend  # the real driver, with deletions recorded
     chosen = workload(subscriptionsPerTopic=1, producersPerTopic=1)
     options = RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1, topic_names=("given",))
-    outcome = run_tailing(driver, chosen, build_payloads(chosen, None), options)
+    outcome = run_tailing(LocalWorker(driver), chosen, build_payloads(chosen, None), options)
     assert outcome.topics == ["given"] and not outcome.incomplete
     assert outcome.totals.received == outcome.totals.sent > 0
     assert deleted == []
@@ -142,4 +143,6 @@ def test_topic_names_must_match_the_topic_count():
 
     options = RunOptions(duration_s=1, topic_names=("only-one",))
     with pytest.raises(ConfigError, match="topic name"):
-        run_tailing(Driver.from_config(MEMORY), workload(topics=2), [b"x" * 256], options)
+        run_tailing(
+            LocalWorker(Driver.from_config(MEMORY)), workload(topics=2), [b"x" * 256], options
+        )

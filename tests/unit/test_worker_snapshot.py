@@ -11,8 +11,8 @@ from loadgen.worker.local import LocalWorker
 
 def test_unstamped_messages_count_as_received_but_neither_as_latency_nor_as_skew():
     worker = LocalWorker(Driver.from_config(DriverSpec(name="mem", kind="memory")))
-    worker.create_topics(1, 1)
-    worker.create_consumers(1, 1)
+    [topic] = worker.create_topics(1, 1)
+    worker.create_consumers([(topic, "sub")])
     recorder = worker._consumer_recorders[0]  # the callback the driver would call
     now = time.time_ns()
     recorder.on_message(b"x", now - 2_000_000)  # 2 ms ago

@@ -141,6 +141,10 @@ class MemoryConsumer:
 class Driver:
     """The memory driver (``driver: memory``); the broker lives as long as this object."""
 
+    process_local = True
+    """Each process has a broker of its own: a run over several processes must keep every
+    topic's producers and consumers in one of them."""
+
     def __init__(self, spec: DriverSpec, config: MemoryConfig) -> None:
         self.spec = spec
         self._config = config
@@ -164,6 +168,9 @@ class Driver:
     def create_topics(self, topics: list[TopicSpec]) -> None:
         for topic in topics:
             self._topics.setdefault(topic.name, _Topic(topic.partitions))
+
+    adopt_topics = create_topics
+    """Another worker's topics exist here only once this process creates its own copy."""
 
     def delete_topics(self, names: list[str]) -> None:
         for name in names:

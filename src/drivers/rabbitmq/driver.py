@@ -115,6 +115,12 @@ class Driver:
         for uri in self.config.amqp_uris:
             self._blocking(uri, timeout_s).close()
 
+    def adopt_topics(self, topics: list[TopicSpec]) -> None:
+        """Exchanges another worker declared: only their partition (routing key) count is
+        needed here."""
+        for topic in topics:
+            self._partitions[topic.name] = topic.partitions
+
     def create_topics(self, topics: list[TopicSpec]) -> None:
         exchange_type = self.config.exchange_type
         for topic in topics:

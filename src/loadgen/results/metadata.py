@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import loadgen
+from loadgen.cluster.placement import Placement
 from loadgen.cpus import available_cpus
 from loadgen.scenarios.tailing import RunOptions, RunOutcome
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.worker.local import WORKER_ID
 
 SECRET_MARKERS = ("password", "secret", "token", "credential", "sasl.jaas", "private")
 CLIENT_DISTRIBUTIONS = ("confluent-kafka", "pika", "pulsar-client", "pravega", "hdrhistogram")
@@ -106,10 +106,12 @@ def run_metadata(
     outcome: RunOutcome,
     run_id: str,
     setup: dict[str, Any] | None = None,
+    placement: Placement | None = None,
 ) -> dict[str, Any]:
     """The ``run`` block of the result: id, configuration, config echo, drain and clock facts.
 
-    ``setup`` is the run's :func:`configuration` when the caller already has it.
+    ``setup`` is the run's :func:`configuration` when the caller already has it; the workers,
+    their clock offsets and roles come from the outcome (the worker that ran it).
     """
     return {
         "runId": run_id,
@@ -129,6 +131,6 @@ def run_metadata(
         },
         "phaseSeconds": {phase: round(t, 3) for phase, t in outcome.phase_seconds.items()},
         "stopDetail": outcome.stop_detail or None,
-        "workers": [WORKER_ID],
-        "clockOffsetsMs": {WORKER_ID: 0.0},
+        "placement": (placement or Placement()).describe(),
+        **outcome.placement,
     }

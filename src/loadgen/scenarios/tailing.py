@@ -14,12 +14,14 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from loadgen.driver import Driver
 from loadgen.errors import ConfigError, DriverError, LoadgenError
 from loadgen.spec import Workload
 from loadgen.stats import IntervalStats, merge_all
-from loadgen.worker.local import LocalWorker, Totals
+from loadgen.worker.contract import Worker
+from loadgen.worker.local import Totals
+from loadgen.worker.plan import consumer_subscriptions, producer_topics
 
 log = logging.getLogger("loadgen.run")
 
@@ -70,6 +72,8 @@ class RunOutcome:
     undelivered: int = 0
     phase_seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of each lifecycle phase that ran (``topics``, ``probe``, ``measure``...)."""
+    placement: dict[str, Any] = field(default_factory=dict)
+    """Where it ran (:meth:`loadgen.worker.contract.Worker.placement`)."""
 
 
 class _PhaseClock:
@@ -92,7 +96,7 @@ def _now_ms() -> int:
 class _Measurement:
     """Ticks the stats interval and collects snapshots (the worker's single stats reader)."""
 
-    def __init__(self, worker: LocalWorker, workload: Workload, options: RunOptions) -> None:
+    def __init__(self, worker: Worker, workload: Workload, options: RunOptions) -> None:
         self.worker = worker
         self.subscriptions = workload.subscriptions_per_topic
         self.options = options
@@ -126,10 +130,12 @@ class _Measurement:
             tick_number += 1
 
     def _sleep_until(self, deadline: float) -> None:
-        """Sleep in short steps so a dead producer loop is noticed within a quarter second."""
+        """Sleep in short steps so a dead producer loop (or worker) is noticed within 0.25 s."""
         while (remaining := deadline - time.monotonic()) > 0:
             time.sleep(min(remaining, 0.25))
             error = self.worker.loop_error()
+            if isinstance(error, LoadgenError):
+                raise error  # already says what stopped (a lost worker, a worker's own error)
             if error is not None:
                 raise DriverError("producer", f"the producer loop stopped: {error!r}") from error
 
@@ -171,28 +177,29 @@ def _check_supported(workload: Workload, options: RunOptions) -> None:
 
 
 def run_tailing(
-    driver: Driver, workload: Workload, payloads: list[bytes], options: RunOptions
+    worker: Worker, workload: Workload, payloads: list[bytes], options: RunOptions
 ) -> RunOutcome:
-    """Run ``workload`` on ``driver``; always returns what was measured, even when cut short."""
+    """Run ``workload`` on ``worker``; always returns what was measured, even when cut short."""
     _check_supported(workload, options)
-    worker = LocalWorker(driver)
     outcome = RunOutcome(started_ms=_now_ms())
     measurement = _Measurement(worker, workload, options)
     phase_is_warmup = True
     clock = _PhaseClock(outcome.phase_seconds)
     try:
         options.begin("setup")
-        driver.check_reachable(options.reachable_timeout_s)
+        worker.check_reachable(options.reachable_timeout_s)
         clock.mark("connect")
         outcome.topics = worker.create_topics(
             workload.topics, workload.partitions_per_topic, options.topic_names
         )
         clock.mark("topics")
         worker.create_consumers(
-            workload.subscriptions_per_topic, workload.consumer_per_subscription
+            consumer_subscriptions(
+                outcome.topics, workload.subscriptions_per_topic, workload.consumer_per_subscription
+            )
         )
         clock.mark("consumers")
-        worker.create_producers(workload.producers_per_topic)
+        worker.create_producers(producer_topics(outcome.topics, workload.producers_per_topic))
         clock.mark("producers")
         if worker.has_consumers:
             worker.probe(
@@ -220,7 +227,7 @@ def run_tailing(
     except LoadgenError as error:
         if not outcome.topics:
             raise  # nothing was set up, so there is nothing to report but the error
-        _cut_short(worker, measurement, outcome, "error", str(error), phase_is_warmup)
+        _cut_short(worker, measurement, outcome, error.stop_reason, str(error), phase_is_warmup)
     finally:
         try:
             options.begin("teardown")
@@ -230,12 +237,13 @@ def run_tailing(
         clock.mark("teardown")
         outcome.intervals = measurement.intervals
         outcome.totals = worker.totals
+        outcome.placement = worker.placement()
         outcome.ended_ms = _now_ms()
     return outcome
 
 
 def _finish(
-    worker: LocalWorker,
+    worker: Worker,
     measurement: _Measurement,
     workload: Workload,
     options: RunOptions,
@@ -266,7 +274,7 @@ def _finish(
 
 
 def _cut_short(
-    worker: LocalWorker,
+    worker: Worker,
     measurement: _Measurement,
     outcome: RunOutcome,
     reason: str,

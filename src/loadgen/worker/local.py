@@ -6,10 +6,9 @@ keeps the running totals that readiness, drain and backlog checks need.
 
 from __future__ import annotations
 
-import base64
 import logging
-import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,29 +26,18 @@ from loadgen.stats import (
     PUBLISH_FROM_INTENDED,
     IntervalStats,
 )
+from loadgen.worker.names import topic_names
+from loadgen.worker.plan import Subscription
 from loadgen.worker.producer_loop import ProducerLoop
 
 log = logging.getLogger("loadgen.worker")
 
 PROBE_KEY = b"key"
 WORKER_ID = "local"
-"""This worker's id in results and pipeline records while a run has one worker on one host."""
+"""The id of the in-process worker in results and pipeline records (remote ones go by URL)."""
 UNSTAMPED_BELOW = -(2**62)
 """An end-to-end "latency" below this (about -146 years) comes from a message without a send
 time (:data:`loadgen.driver.NO_SEND_TIME_NS`), not from clock skew."""
-
-
-def random_suffix() -> str:
-    """OMB's 7-character suffix: unpadded base64url of 5 random bytes."""
-    return base64.urlsafe_b64encode(os.urandom(5)).decode().rstrip("=")
-
-
-def topic_names(prefix: str, count: int) -> list[str]:
-    return [f"{prefix}-{i:07d}-{random_suffix()}" for i in range(count)]
-
-
-def subscription_names(count: int) -> list[str]:
-    return [f"sub-{i:03d}-{random_suffix()}" for i in range(count)]
 
 
 @dataclass
@@ -82,6 +70,9 @@ class LocalWorker:
         self.totals = Totals()
 
     # -- set-up -----------------------------------------------------------------------------
+    def check_reachable(self, timeout_s: float) -> None:
+        self.driver.check_reachable(timeout_s)
+
     def create_topics(self, count: int, partitions: int, names: tuple[str, ...] = ()) -> list[str]:
         """``count`` fresh topics, or ``names`` as given (the driver creates those if absent)."""
         names = list(names) or topic_names(self.driver.topic_name_prefix, count)
@@ -89,21 +80,23 @@ class LocalWorker:
         self.topics = names
         return names
 
-    def create_consumers(
-        self, subscriptions_per_topic: int, consumers_per_subscription: int
-    ) -> None:
-        for topic in self.topics:
-            for subscription in subscription_names(subscriptions_per_topic):
-                for _ in range(consumers_per_subscription):
-                    recorder = ConsumerRecorder()
-                    consumer = self.driver.create_consumer(topic, subscription, recorder.on_message)
-                    self._consumers.append(consumer)
-                    self._consumer_recorders.append(recorder)
+    def adopt_topics(self, names: list[str], partitions: int) -> None:
+        """Use topics another worker created: the driver learns what it needs of them (a
+        driver without ``adopt_topics`` needs nothing) and never deletes them."""
+        adopt = getattr(self.driver, "adopt_topics", None)
+        if adopt is not None:
+            adopt([TopicSpec(name, partitions) for name in names])
 
-    def create_producers(self, producers_per_topic: int) -> None:
-        for _ in range(producers_per_topic):
-            for topic in self.topics:
-                self._producers.append(self.driver.create_producer(topic))
+    def create_consumers(self, subscriptions: Sequence[Subscription]) -> None:
+        for topic, subscription in subscriptions:
+            recorder = ConsumerRecorder()
+            consumer = self.driver.create_consumer(topic, subscription, recorder.on_message)
+            self._consumers.append(consumer)
+            self._consumer_recorders.append(recorder)
+
+    def create_producers(self, topics: Sequence[str]) -> None:
+        for topic in topics:
+            self._producers.append(self.driver.create_producer(topic))
 
     # -- readiness ----------------------------------------------------------------------------
     def probe(self, expected_received: int, timeout_s: float) -> None:
@@ -111,16 +104,29 @@ class LocalWorker:
 
         Probe messages count in the run totals (as in OMB); their latencies are discarded.
         """
+        deadline = time.monotonic() + timeout_s
+        self.send_probes(timeout_s)
+        while (received := self.received_so_far()) < expected_received:
+            if time.monotonic() > deadline:
+                raise DriverError(
+                    "readiness",
+                    f"consumers received {received} of {expected_received} probe messages "
+                    f"within {timeout_s:.0f} s",
+                )
+            time.sleep(0.01)
+        self.end_probe()
+
+    def send_probes(self, timeout_s: float) -> None:
+        """Send one probe message per producer and wait until every one is acknowledged."""
         acks: list[BaseException | None] = []
         for producer in self._producers:
             producer.send(PROBE_KEY, PROBE_PAYLOAD, lambda error, *_: acks.append(error))
         deadline = time.monotonic() + timeout_s
-        while self.received_so_far() < expected_received or len(acks) < len(self._producers):
+        while len(acks) < len(self._producers):
             if time.monotonic() > deadline:
                 raise DriverError(
                     "readiness",
-                    f"consumers received {self.received_so_far()} of {expected_received} probe "
-                    f"messages and {len(acks)} of {len(self._producers)} sends were acknowledged "
+                    f"{len(acks)} of {len(self._producers)} probe sends were acknowledged "
                     f"within {timeout_s:.0f} s",
                 )
             for producer in self._producers:
@@ -129,9 +135,9 @@ class LocalWorker:
         failed = [error for error in acks if error is not None]
         if failed:
             raise DriverError("readiness", f"probe send failed: {failed[0]}")
-        self._take_counts_only()
 
-    def _take_counts_only(self) -> None:
+    def end_probe(self) -> None:
+        """Count the probe messages in the totals and drop their latencies."""
         received = sum(len(recorder.take().end_to_end) for recorder in self._consumer_recorders)
         self.totals.probe_received = received
         self.totals.probe_sent = len(self._producers)
@@ -199,6 +205,9 @@ class LocalWorker:
             warmup=warmup,
             histograms=histograms,
         )
+
+    def placement(self) -> dict[str, object]:
+        return {"workers": [WORKER_ID], "clockOffsetsMs": {WORKER_ID: 0.0}}
 
     # -- teardown -------------------------------------------------------------------------------
     def close(self, *, delete_topics: bool) -> None:

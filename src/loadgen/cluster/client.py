@@ -1,0 +1,115 @@
+"""The coordinator's HTTP side: one uvloop event loop on its own thread, one client per worker.
+
+The scenario is plain synchronous code; it hands coroutines to :class:`ControlPlane`, which runs
+them on its loop, all workers at once, and waits for them. Every request has a deadline, so a
+worker that stops answering is reported (:class:`~loadgen.errors.WorkerLost`), never waited on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import aiohttp
+import uvloop
+
+from loadgen.cluster.clock import ClockOffset, Sample, best_offset
+from loadgen.errors import WorkerError, WorkerLost, WorkerRefused, WorkerUnreachable
+
+T = TypeVar("T")
+
+CONNECT_TIMEOUT_S = 10.0
+"""How long the first answer of a worker may take before it is reported unreachable."""
+CLOCK_SAMPLES = 8
+
+
+class ControlPlane:
+    """A uvloop loop on a daemon thread with one aiohttp session for every worker."""
+
+    def __init__(self, token: str | None) -> None:
+        self._loop = uvloop.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="loadgen-control", daemon=True
+        )
+        self._thread.start()
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.session: aiohttp.ClientSession = self.run(self._open(headers))
+
+    @staticmethod
+    async def _open(headers: dict[str, str]) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(headers=headers)
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the control loop and wait for it (the coroutine has its own
+        deadlines)."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def close(self) -> None:
+        self.run(self.session.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        self._loop.close()
+
+
+class WorkerClient:
+    """Requests to one worker; errors become :class:`~loadgen.errors.WorkerError`\\ s naming it.
+
+    Before the worker first answered, silence means unreachable (exit 3); after, it means lost.
+    """
+
+    def __init__(self, url: str, session: aiohttp.ClientSession) -> None:
+        self.url = url.rstrip("/")
+        self._session = session
+        self.answered = False
+
+    async def request(
+        self, method: str, path: str, body: Any = None, *, timeout_s: float = 30.0
+    ) -> dict[str, Any]:
+        timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=CONNECT_TIMEOUT_S)
+        try:
+            async with self._session.request(
+                method, self.url + path, json=body, timeout=timeout
+            ) as response:
+                status = response.status
+                text = await response.text()
+        except (TimeoutError, aiohttp.ClientError) as error:
+            detail = f"{method} {path}: {_describe(error, timeout_s)}"
+            if self.answered:
+                raise WorkerLost(self.url, detail) from None
+            raise WorkerUnreachable(self.url, detail) from None
+        self.answered = True
+        if status == 401:
+            raise WorkerRefused(self.url)
+        answer = _json_object(text)
+        if status != 200:
+            message = answer.get("message") or f"HTTP {status}: {text.strip()[:200]}"
+            raise WorkerError(self.url, f"{path}: {message}", int(answer.get("exitCode", 1)))
+        return answer
+
+    async def clock_offset(self, samples: int = CLOCK_SAMPLES) -> ClockOffset:
+        """The best of ``samples`` four-timestamp exchanges (:mod:`.clock`)."""
+        taken: list[Sample] = []
+        for _ in range(samples):
+            sent = time.time_ns()
+            answer = await self.request("GET", "/clock", timeout_s=CONNECT_TIMEOUT_S)
+            taken.append((sent, answer["receivedNs"], answer["repliedNs"], time.time_ns()))
+        return best_offset(taken)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """The answer's JSON object; empty for anything else (a proxy's HTML error page...)."""
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return {}
+    return answer if isinstance(answer, dict) else {}
+
+
+def _describe(error: BaseException, timeout_s: float) -> str:
+    if isinstance(error, TimeoutError):
+        return f"no answer within {timeout_s:.0f} s"
+    return str(error) or type(error).__name__

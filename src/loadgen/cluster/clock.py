@@ -1,0 +1,58 @@
+"""How far a worker's wall clock is from the coordinator's: NTP's four-timestamp estimate.
+
+The coordinator notes ``t0`` before a request and ``t3`` when the answer arrives; the worker
+notes ``t1`` when the request arrived and ``t2`` when it answered. If the path is symmetric the
+worker's clock is ``((t1 - t0) + (t2 - t3)) / 2`` ahead, and whatever the path, the true offset
+lies within half the round trip ``(t3 - t0) - (t2 - t1)`` of that. The sample with the shortest
+round trip gives the tightest bound, so several are taken and the best one kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+Sample = tuple[int, int, int, int]
+"""``(t0, t1, t2, t3)`` in epoch nanoseconds: sent, received, answered, answer received."""
+
+
+@dataclass(frozen=True)
+class ClockOffset:
+    offset_ns: int
+    """Worker clock minus coordinator clock."""
+    round_trip_ns: int
+    """The network time of the sample; the offset is exact to within half of it."""
+
+    @property
+    def bound_ns(self) -> int:
+        return self.round_trip_ns // 2
+
+
+def best_offset(samples: Iterable[Sample]) -> ClockOffset:
+    """The estimate from the sample with the shortest round trip."""
+    estimates = [
+        ClockOffset(((t1 - t0) + (t2 - t3)) // 2, max(0, (t3 - t0) - (t2 - t1)))
+        for t0, t1, t2, t3 in samples
+    ]
+    if not estimates:
+        raise ValueError("best_offset needs at least one sample")
+    return min(estimates, key=lambda estimate: estimate.round_trip_ns)
+
+
+def e2e_skew_bound_ns(
+    offsets: Mapping[str, ClockOffset], producers: Iterable[str], consumers: Iterable[str]
+) -> int:
+    """How far end-to-end latency can be off because producer and consumer clocks differ.
+
+    A message sent on worker P and received on worker C measures its latency plus
+    ``offset(C) - offset(P)``; the estimates themselves are uncertain by their bounds. The
+    worst pair of a producer and a consumer worker decides; 0 when they are all one worker.
+    """
+    worst = 0
+    for producer in producers:
+        for consumer in consumers:
+            if producer == consumer:
+                continue
+            p, c = offsets[producer], offsets[consumer]
+            worst = max(worst, abs(c.offset_ns - p.offset_ns) + p.bound_ns + c.bound_ns)
+    return worst

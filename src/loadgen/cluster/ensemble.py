@@ -1,0 +1,293 @@
+"""The coordinator's worker: a scenario's calls split over worker processes, results merged.
+
+Worker 0 leads: it creates (and at the end deletes) the topics, the others adopt them. Producers
+and consumers are placed by :mod:`.split`; interval stats of all workers are merged with
+:func:`~loadgen.stats.merge_all`, so counts add and percentiles come from the merged histograms.
+A worker that stops answering is reported once, left out from then on, and ends the run with
+``stopReason: worker-lost``; what every worker measured until then stays in the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from loadgen.cluster import wire
+from loadgen.cluster.client import CONNECT_TIMEOUT_S, ControlPlane, WorkerClient
+from loadgen.cluster.clock import ClockOffset, e2e_skew_bound_ns
+from loadgen.cluster.split import Assignment, split
+from loadgen.errors import ConfigError, DriverError, WorkerError, WorkerLost
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stats import IntervalStats, merge_all
+from loadgen.worker.local import Totals
+from loadgen.worker.plan import Subscription
+
+log = logging.getLogger("loadgen.cluster")
+
+SETUP_TIMEOUT_S = 300.0
+"""Creating topics or clients can take long (thousands of them, a slow controller)."""
+CALL_TIMEOUT_S = 30.0
+
+Call = Callable[[WorkerClient], Awaitable[dict[str, Any]]]
+
+
+def _ms(ns: int) -> float:
+    return round(ns / 1e6, 3)
+
+
+class Ensemble:
+    """Drives the workers at ``urls`` as one :class:`~loadgen.worker.contract.Worker`."""
+
+    def __init__(self, plane: ControlPlane, urls: Sequence[str], spec: DriverSpec, rule: str):
+        self._plane = plane
+        self._clients = [WorkerClient(url, plane.session) for url in urls]
+        self._spec = spec
+        self._rule = rule
+        self._topics: list[str] = []
+        self._consumers: list[Subscription] = []
+        self._assignments = [Assignment() for _ in self._clients]
+        self._totals = {client.url: Totals() for client in self._clients}
+        self._offsets: dict[str, ClockOffset] = {}
+        self.lost: dict[str, str] = {}
+        """Workers that stopped answering, with what was seen."""
+        self.intervals_by_worker: dict[str, list[IntervalStats]] = {
+            client.url: [] for client in self._clients
+        }
+
+    # -- calling workers ---------------------------------------------------------------------
+    def _live(self, clients: Sequence[WorkerClient] | None = None) -> list[WorkerClient]:
+        return [
+            c for c in (self._clients if clients is None else clients) if c.url not in self.lost
+        ]
+
+    def _each(
+        self, call: Call, clients: Sequence[WorkerClient] | None = None, *, tolerant: bool = False
+    ) -> list[tuple[WorkerClient, dict[str, Any]]]:
+        """``call`` on every live worker (of ``clients``) at once; their answers in order.
+
+        A worker that is lost is recorded. Unless ``tolerant``, the first error is raised once
+        all calls ended; ``tolerant`` calls (stats, stop, close) return the answers they got.
+        """
+        targets = self._live(clients)
+
+        async def gather() -> list[dict[str, Any] | BaseException]:
+            return await asyncio.gather(*(call(c) for c in targets), return_exceptions=True)
+
+        answers = self._plane.run(gather())
+        done, errors = [], []
+        for client, answer in zip(targets, answers, strict=True):
+            if isinstance(answer, WorkerLost):
+                self._lose(client, answer)
+            if isinstance(answer, BaseException):
+                errors.append(answer)
+            else:
+                done.append((client, answer))
+        if errors and not tolerant:
+            raise errors[0]
+        for error in errors if tolerant else ():
+            log.warning("%s", error)
+        return done
+
+    def _lose(self, client: WorkerClient, error: WorkerLost) -> None:
+        if client.url not in self.lost:
+            log.error("%s", error)
+            self.lost[client.url] = error.detail
+
+    @property
+    def _leader(self) -> WorkerClient:
+        return self._clients[0]
+
+    def _with(self, has: Callable[[Assignment], object]) -> list[WorkerClient]:
+        return [c for c, a in zip(self._clients, self._assignments, strict=True) if has(a)]
+
+    # -- set-up ------------------------------------------------------------------------------
+    def check_reachable(self, timeout_s: float) -> None:
+        """Every worker answers (within 10 s), speaks our protocol, has its clock measured, and
+        has the driver open with its broker reachable."""
+        healths = self._each(lambda c: c.request("GET", "/health", timeout_s=CONNECT_TIMEOUT_S))
+        for client, health in healths:
+            if health.get("protocol") != wire.PROTOCOL:
+                raise ConfigError(
+                    f"worker {client.url} speaks protocol {health.get('protocol')} "
+                    f"(loadgen {health.get('loadgen')}), this coordinator {wire.PROTOCOL}",
+                    path="--workers",
+                    value=client.url,
+                    allowed="workers running the same loadgen version",
+                )
+
+        async def measure(client: WorkerClient) -> dict[str, Any]:
+            self._offsets[client.url] = await client.clock_offset()
+            return {}
+
+        self._each(measure)
+        body = wire.DriverBody.of(self._spec, timeout_s).model_dump()
+        self._each(
+            lambda c: c.request("POST", "/driver", body, timeout_s=timeout_s + SETUP_TIMEOUT_S)
+        )
+
+    def create_topics(self, count: int, partitions: int, names: tuple[str, ...] = ()) -> list[str]:
+        body = wire.TopicsBody(count=count, partitions=partitions, names=list(names))
+        [(_, answer)] = self._each(
+            lambda c: c.request("POST", "/topics", body.model_dump(), timeout_s=SETUP_TIMEOUT_S),
+            [self._leader],
+        )
+        self._topics = answer["topics"]
+        adopt = wire.AdoptBody(names=self._topics, partitions=partitions).model_dump()
+        self._each(
+            lambda c: c.request("POST", "/topics/adopt", adopt, timeout_s=SETUP_TIMEOUT_S),
+            self._clients[1:],
+        )
+        return self._topics
+
+    def create_consumers(self, subscriptions: Sequence[Subscription]) -> None:
+        self._consumers = list(subscriptions)
+        placed = split(self._rule, len(self._clients), self._topics, [], self._consumers)
+        self._create("/consumers", "subscriptions", [a.consumers for a in placed])
+
+    def create_producers(self, topics: Sequence[str]) -> None:
+        self._assignments = split(
+            self._rule, len(self._clients), self._topics, list(topics), self._consumers
+        )
+        self._create("/producers", "topics", [a.producers for a in self._assignments])
+
+    def _create(self, path: str, field: str, shares: list[tuple]) -> None:
+        by_url = {c.url: list(share) for c, share in zip(self._clients, shares, strict=True)}
+        self._each(
+            lambda c: c.request("POST", path, {field: by_url[c.url]}, timeout_s=SETUP_TIMEOUT_S),
+            [c for c in self._clients if by_url[c.url]],
+        )
+
+    @property
+    def has_consumers(self) -> bool:
+        return bool(self._consumers)
+
+    # -- readiness ---------------------------------------------------------------------------
+    def probe(self, expected_received: int, timeout_s: float) -> None:
+        """OMB's readiness check across workers: producer workers send and wait for the acks,
+        then every worker's consumers count until all probe messages arrived."""
+        deadline = time.monotonic() + timeout_s
+        self._each(
+            lambda c: c.request(
+                "POST", "/probe/send", {"timeout_s": timeout_s}, timeout_s=timeout_s + 10
+            ),
+            self._with(lambda a: a.producers),
+        )
+        while (received := self.received_so_far()) < expected_received:
+            if time.monotonic() > deadline:
+                raise DriverError(
+                    "readiness",
+                    f"consumers on the workers received {received} of {expected_received} "
+                    f"probe messages within {timeout_s:.0f} s",
+                )
+            time.sleep(0.05)
+        for client, answer in self._each(lambda c: c.request("POST", "/probe/end")):
+            self._totals[client.url] = wire.totals_from_json(answer["totals"])
+
+    # -- load ----------------------------------------------------------------------------------
+    def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None:
+        shares = {
+            c.url: a.rate_share for c, a in zip(self._clients, self._assignments, strict=True)
+        }
+        pool = wire.LoadBody.of(rate, payloads, key_distributor)
+
+        def start(client: WorkerClient) -> Awaitable[dict[str, Any]]:
+            body = pool.model_copy(update={"rate": rate * shares[client.url]})
+            return client.request("POST", "/load/start", body.model_dump())
+
+        self._each(start, self._with(lambda a: a.rate_share > 0))
+
+    def stop_load(self, flush_timeout_s: float) -> int:
+        answers = self._each(
+            lambda c: c.request(
+                "POST", "/load/stop", {"timeout_s": flush_timeout_s}, timeout_s=flush_timeout_s + 10
+            ),
+            self._with(lambda a: a.producers),
+            tolerant=True,
+        )
+        return sum(answer["pending"] for _, answer in answers)
+
+    def loop_error(self) -> BaseException | None:
+        for client, answer in self._each(lambda c: c.request("GET", "/counters"), tolerant=True):
+            if answer.get("loopError"):
+                return WorkerError(client.url, f"the producer loop stopped: {answer['loopError']}")
+        if self.lost:
+            url, detail = next(iter(self.lost.items()))
+            return WorkerLost(url, detail)
+        return None
+
+    # -- measurement ---------------------------------------------------------------------------
+    def _counter(self, name: str) -> int:
+        answers = self._each(lambda c: c.request("GET", "/counters"), tolerant=True)
+        return sum(answer[name] for _, answer in answers)
+
+    def sent_so_far(self) -> int:
+        return self._counter("sentSoFar")
+
+    def received_so_far(self) -> int:
+        return self._counter("receivedSoFar")
+
+    @property
+    def totals(self) -> Totals:
+        summed = Totals()
+        for part in self._totals.values():
+            summed.sent += part.sent
+            summed.received += part.received
+            summed.probe_sent += part.probe_sent
+            summed.probe_received += part.probe_received
+        return summed
+
+    def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats:
+        """Every live worker's interval, merged; a worker that does not answer is left out."""
+        body = wire.SnapshotBody(start_ms=start_ms, end_ms=end_ms, warmup=warmup).model_dump()
+        parts = []
+        for client, answer in self._each(
+            lambda c: c.request("POST", "/snapshot", body), tolerant=True
+        ):
+            stats = wire.stats_from_json(answer["stats"])
+            self._totals[client.url] = wire.totals_from_json(answer["totals"])
+            self.intervals_by_worker[client.url].append(stats)
+            parts.append(stats)
+        merged = merge_all(parts) if parts else IntervalStats(start_ms, end_ms)
+        return replace(merged, start_ms=start_ms, end_ms=end_ms, warmup=warmup)
+
+    def placement(self) -> dict[str, Any]:
+        """Worker URLs (the leader first), roles, clock offsets and the e2e skew bound."""
+        roles = {c.url: a.role for c, a in zip(self._clients, self._assignments, strict=True)}
+        producers = [url for url, role in roles.items() if "producer" in role]
+        consumers = [url for url, role in roles.items() if "consumer" in role]
+        measured = self._offsets
+        bound = (
+            e2e_skew_bound_ns(measured, producers, consumers)
+            if set(producers + consumers) <= set(measured)
+            else None
+        )
+        return {
+            "workers": [c.url for c in self._clients],
+            "clockOffsetsMs": {url: _ms(o.offset_ns) for url, o in measured.items()},
+            "clockOffsetBoundsMs": {url: _ms(o.bound_ns) for url, o in measured.items()},
+            "e2eClockSkewBoundMs": None if bound is None else _ms(bound),
+            "split": self._rule,
+            "workerRoles": roles,
+            "workerTotals": {url: wire.totals_to_json(t) for url, t in self._totals.items()},
+            "lostWorkers": dict(self.lost),
+        }
+
+    # -- teardown --------------------------------------------------------------------------------
+    def close(self, *, delete_topics: bool) -> None:
+        """The followers first, then the leader, which deletes the topics if asked."""
+        for clients, delete in ((self._clients[1:], False), ([self._leader], delete_topics)):
+            self._each(
+                lambda c, delete=delete: c.request(
+                    "POST", "/close", {"delete_topics": delete}, timeout_s=SETUP_TIMEOUT_S
+                ),
+                clients,
+                tolerant=True,
+            )
+        if delete_topics and self._leader.url in self.lost:
+            log.warning(
+                "the leader %s was lost; topics %s may remain", self._leader.url, self._topics
+            )

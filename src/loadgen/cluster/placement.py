@@ -1,0 +1,112 @@
+"""Where a run's producers and consumers run: this process, N local processes, or remote workers.
+
+One process (the default of the Python API) is the in-process :class:`LocalWorker`; more are
+an :class:`~.ensemble.Ensemble` over ``loadgen worker`` processes started here
+(:mod:`.spawn`), or over the workers at the URLs given, which the coordinator only connects to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from loadgen.cluster.client import ControlPlane
+from loadgen.cluster.ensemble import Ensemble
+from loadgen.cluster.spawn import local_workers
+from loadgen.cluster.split import BY_TOPIC, OMB, SPLITS, workers_needed
+from loadgen.cpus import available_cpus
+from loadgen.driver import load_driver_class, open_driver
+from loadgen.errors import ConfigError
+from loadgen.spec import Workload
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.worker.contract import Worker
+from loadgen.worker.local import LocalWorker
+
+
+def cores() -> int:
+    """The CPUs this process may run on (its affinity), which is what one-per-core means."""
+    usable = available_cpus()
+    return len(usable) if usable is not None else os.cpu_count() or 1
+
+
+def worker_urls(text: str) -> tuple[str, ...]:
+    """``URL,URL,...`` as given to ``--workers``; each an http(s) URL with a host."""
+    urls = tuple(part.strip().rstrip("/") for part in text.split(",") if part.strip())
+    for url in urls:
+        scheme, sep, rest = url.partition("://")
+        if scheme not in ("http", "https") or not sep or not rest:
+            raise ConfigError(
+                "not a worker URL",
+                path="--workers",
+                value=url,
+                allowed="http://HOST:PORT[,http://HOST:PORT...]",
+            )
+    if not urls:
+        raise ConfigError("no worker URL given", path="--workers", value=text, allowed="URL,URL")
+    return urls
+
+
+@dataclass(frozen=True)
+class Placement:
+    """``workers`` (URLs) win over ``processes``; ``split`` defaults to OMB's rule, or to
+    whole topics per worker for a driver whose broker lives inside one process."""
+
+    workers: tuple[str, ...] = ()
+    processes: int = 1
+    split: str | None = None
+    token: str | None = field(default=None, repr=False)
+
+    def rule(self, spec: DriverSpec) -> str:
+        process_local = getattr(load_driver_class(spec), "process_local", False)
+        if self.split is None:
+            return BY_TOPIC if process_local else OMB
+        if self.split not in SPLITS:
+            raise ConfigError("unknown split", path="--split", value=self.split, allowed=SPLITS)
+        if process_local and self.split != BY_TOPIC and self.count() > 1:
+            raise ConfigError(
+                f"the {spec.kind} driver's broker lives inside each process, so a worker can "
+                "only consume what it produced itself",
+                path="--split",
+                value=self.split,
+                allowed=[BY_TOPIC],
+            )
+        return self.split
+
+    def count(self) -> int:
+        return len(self.workers) or self.processes
+
+    def describe(self) -> dict[str, object]:
+        """What goes into the result's run options (never the token)."""
+        return {"workers": list(self.workers), "processes": self.processes, "split": self.split}
+
+
+@contextlib.contextmanager
+def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> Iterator[Worker]:
+    """The worker a scenario drives for this placement; worker processes it started end with
+    the block."""
+    rule = placement.rule(spec)
+    if placement.workers:
+        with _ensemble(list(placement.workers), spec, rule, placement.token) as ensemble:
+            yield ensemble
+        return
+    processes = workers_needed(rule, placement.processes, workload.topics)
+    if processes <= 1:
+        yield LocalWorker(open_driver(spec))
+        return
+    token = secrets.token_urlsafe(24)
+    with local_workers(processes, token) as urls, _ensemble(urls, spec, rule, token) as ensemble:
+        yield ensemble
+
+
+@contextlib.contextmanager
+def _ensemble(
+    urls: list[str], spec: DriverSpec, rule: str, token: str | None
+) -> Iterator[Ensemble]:
+    plane = ControlPlane(token)
+    try:
+        yield Ensemble(plane, urls, spec, rule)
+    finally:
+        plane.close()

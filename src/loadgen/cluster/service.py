@@ -1,0 +1,101 @@
+"""A worker's side of a run: one driver and one :class:`LocalWorker`, driven by requests.
+
+Each method is one request of the coordinator, run on the server's single executor thread, so
+requests never interleave inside the worker. A new driver replaces any left by a coordinator
+that went away mid-run (after closing it), so a worker serves run after run.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from loadgen.cluster import wire
+from loadgen.driver import open_driver
+from loadgen.errors import LoadgenError
+from loadgen.worker.local import LocalWorker
+
+log = logging.getLogger("loadgen.cluster.worker")
+
+
+class NoRun(LoadgenError):
+    """A request that needs a driver came before ``/driver``."""
+
+    exit_code = 2
+
+    def __init__(self) -> None:
+        super().__init__("no driver is initialised on this worker; POST /driver first")
+
+
+class WorkerService:
+    def __init__(self) -> None:
+        self._worker: LocalWorker | None = None
+
+    @property
+    def worker(self) -> LocalWorker:
+        if self._worker is None:
+            raise NoRun()
+        return self._worker
+
+    @property
+    def busy(self) -> bool:
+        return self._worker is not None
+
+    def open(self, body: wire.DriverBody) -> None:
+        if self._worker is not None:
+            log.warning("a previous run was not closed; closing it before the new one")
+            self.close(wire.CloseBody(delete_topics=False))
+        worker = LocalWorker(open_driver(body.spec()))
+        try:
+            worker.check_reachable(body.reachable_timeout_s)
+        except BaseException:
+            worker.close(delete_topics=False)
+            raise
+        self._worker = worker
+
+    def create_topics(self, body: wire.TopicsBody) -> dict[str, Any]:
+        return {"topics": self.worker.create_topics(body.count, body.partitions, tuple(body.names))}
+
+    def adopt_topics(self, body: wire.AdoptBody) -> None:
+        self.worker.adopt_topics(body.names, body.partitions)
+
+    def create_consumers(self, body: wire.ConsumersBody) -> None:
+        self.worker.create_consumers(body.subscriptions)
+
+    def create_producers(self, body: wire.ProducersBody) -> None:
+        self.worker.create_producers(body.topics)
+
+    def send_probes(self, body: wire.TimeoutBody) -> None:
+        self.worker.send_probes(body.timeout_s)
+
+    def end_probe(self) -> dict[str, Any]:
+        self.worker.end_probe()
+        return {"totals": wire.totals_to_json(self.worker.totals)}
+
+    def start_load(self, body: wire.LoadBody) -> None:
+        self.worker.start_load(body.rate, body.payload_bytes(), body.key_distributor)
+
+    def stop_load(self, body: wire.TimeoutBody) -> dict[str, Any]:
+        return {"pending": self.worker.stop_load(body.timeout_s)}
+
+    def snapshot(self, body: wire.SnapshotBody) -> dict[str, Any]:
+        stats = self.worker.snapshot(body.start_ms, body.end_ms, warmup=body.warmup)
+        return {
+            "stats": wire.stats_to_json(stats),
+            "totals": wire.totals_to_json(self.worker.totals),
+        }
+
+    def counters(self) -> dict[str, Any]:
+        """Cheap, and read on the event loop: plain integer reads, no executor hop."""
+        worker = self.worker
+        error = worker.loop_error()
+        return {
+            "sentSoFar": worker.sent_so_far(),
+            "receivedSoFar": worker.received_so_far(),
+            "loopError": None if error is None else repr(error),
+        }
+
+    def close(self, body: wire.CloseBody) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close(delete_topics=body.delete_topics)

@@ -1,0 +1,97 @@
+"""Worker processes on this host for ``loadgen run --processes N``.
+
+Each is a ``loadgen worker`` on a free loopback port with a token made for this run; it gets its
+own session (a Ctrl-C at the terminal reaches the coordinator only, which then stops the run
+in order and keeps the partial result) and exits when its stdin closes, so no worker outlives
+its coordinator, however that one ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+from loadgen.errors import WorkerError
+
+log = logging.getLogger("loadgen.cluster")
+
+TOKEN_ENV = "LOADGEN_TOKEN"
+START_TIMEOUT_S = 30.0
+"""Importing loadgen and the drivers takes 1-2 s per process; on a busy host much more."""
+STOP_TIMEOUT_S = 10.0
+ANNOUNCEMENT = "loadgen worker listening on "
+
+
+def _verbosity() -> list[str]:
+    level = logging.getLogger().getEffectiveLevel()
+    return ["-vv"] if level <= logging.DEBUG else ["-v"] if level <= logging.INFO else []
+
+
+def _announced_url(process: subprocess.Popen, deadline: float, name: str) -> str:
+    """The URL the worker prints once it listens."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while (remaining := deadline - time.monotonic()) > 0:
+            if selector.select(remaining):
+                line = process.stdout.readline()
+                if line.startswith(ANNOUNCEMENT):
+                    return line[len(ANNOUNCEMENT) :].strip()
+                if not line:
+                    break
+    code = process.poll()
+    detail = (
+        f"exited with code {code} before listening (its errors are above)"
+        if code is not None
+        else f"did not listen within {START_TIMEOUT_S:.0f} s"
+    )
+    raise WorkerError(name, detail, exit_code=1)
+
+
+@contextlib.contextmanager
+def local_workers(count: int, token: str) -> Iterator[list[str]]:
+    """Start ``count`` workers; yield their URLs; stop them (by closing stdin) at the end."""
+    env = {**os.environ, TOKEN_ENV: token}
+    command = [sys.executable, "-m", "loadgen", *_verbosity(), "worker", "--bind", "127.0.0.1:0"]
+    processes: list[subprocess.Popen] = []
+    try:
+        for _ in range(count):
+            processes.append(
+                subprocess.Popen(
+                    [*command, "--exit-with-stdin"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    env=env,
+                    text=True,
+                    start_new_session=True,
+                )
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        yield [
+            _announced_url(process, deadline, f"local process {index}")
+            for index, process in enumerate(processes)
+        ]
+    finally:
+        _stop(processes)
+
+
+def _stop(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        if process.stdin is not None:
+            process.stdin.close()
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    for process in processes:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            log.warning("worker process %d did not stop; killing it", process.pid)
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()

@@ -1,0 +1,143 @@
+"""What crosses the wire between coordinator and worker: JSON bodies, checked on arrival.
+
+Histograms travel as HdrHistogram V2 compressed base64 (the result JSON's own encoding), so a
+merged percentile is computed over exactly the values every worker recorded. Every request body
+is a pydantic model with ``extra="forbid"``: a malformed request is refused with the field named.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from loadgen import hdr
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stats import METRICS, IntervalStats
+from loadgen.worker.local import Totals
+
+PROTOCOL = 1
+"""Bumped when a request or answer changes shape; coordinator and worker must agree."""
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DriverBody(Body):
+    name: str
+    kind: str
+    config: dict[str, Any]
+    source: str | None = None
+    lenient: bool = False
+    reachable_timeout_s: float = Field(gt=0, le=600)
+
+    @classmethod
+    def of(cls, spec: DriverSpec, reachable_timeout_s: float) -> DriverBody:
+        return cls(
+            name=spec.name,
+            kind=spec.kind,
+            config=dict(spec.config),
+            source=spec.source,
+            lenient=spec.lenient,
+            reachable_timeout_s=reachable_timeout_s,
+        )
+
+    def spec(self) -> DriverSpec:
+        return DriverSpec(self.name, self.kind, self.config, self.source, self.lenient)
+
+
+class TopicsBody(Body):
+    count: int = Field(ge=1, le=1_000_000)
+    partitions: int = Field(ge=1, le=1_000_000)
+    names: list[str] = []
+
+
+class AdoptBody(Body):
+    names: list[str] = Field(min_length=1)
+    partitions: int = Field(ge=1, le=1_000_000)
+
+
+class ConsumersBody(Body):
+    subscriptions: list[tuple[str, str]]
+
+
+class ProducersBody(Body):
+    topics: list[str]
+
+
+class TimeoutBody(Body):
+    timeout_s: float = Field(ge=0, le=3600)
+
+
+class LoadBody(Body):
+    rate: float = Field(gt=0)
+    payloads: list[str] = Field(min_length=1)
+    """Base64, so any bytes travel in JSON."""
+    key_distributor: str
+
+    @classmethod
+    def of(cls, rate: float, payloads: list[bytes], key_distributor: str) -> LoadBody:
+        encoded = [base64.b64encode(payload).decode() for payload in payloads]
+        return cls(rate=rate, payloads=encoded, key_distributor=key_distributor)
+
+    def payload_bytes(self) -> list[bytes]:
+        return [base64.b64decode(payload, validate=True) for payload in self.payloads]
+
+
+class SnapshotBody(Body):
+    start_ms: int
+    end_ms: int
+    warmup: bool
+
+
+class CloseBody(Body):
+    delete_topics: bool
+
+
+def stats_to_json(stats: IntervalStats) -> dict[str, Any]:
+    return {
+        "startMs": stats.start_ms,
+        "endMs": stats.end_ms,
+        "sent": stats.sent,
+        "sendErrors": stats.send_errors,
+        "bytesSent": stats.bytes_sent,
+        "received": stats.received,
+        "bytesReceived": stats.bytes_received,
+        "negativeE2e": stats.negative_e2e,
+        "warmup": stats.warmup,
+        "histograms": {metric: hdr.encode(h) for metric, h in stats.histograms.items()},
+    }
+
+
+def stats_from_json(data: dict[str, Any]) -> IntervalStats:
+    return IntervalStats(
+        start_ms=data["startMs"],
+        end_ms=data["endMs"],
+        sent=data["sent"],
+        send_errors=data["sendErrors"],
+        bytes_sent=data["bytesSent"],
+        received=data["received"],
+        bytes_received=data["bytesReceived"],
+        negative_e2e=data["negativeE2e"],
+        warmup=data["warmup"],
+        histograms={
+            metric: hdr.decode(metric, text)
+            for metric, text in data["histograms"].items()
+            if metric in METRICS
+        },
+    )
+
+
+def totals_to_json(totals: Totals) -> dict[str, int]:
+    return {
+        "sent": totals.sent,
+        "received": totals.received,
+        "probeSent": totals.probe_sent,
+        "probeReceived": totals.probe_received,
+    }
+
+
+def totals_from_json(data: dict[str, int]) -> Totals:
+    return Totals(data["sent"], data["received"], data["probeSent"], data["probeReceived"])

@@ -1,0 +1,56 @@
+"""What a scenario drives: one worker in this process, or an ensemble of worker processes.
+
+:class:`loadgen.worker.local.LocalWorker` is the in-process worker;
+:class:`loadgen.cluster.ensemble.Ensemble` splits the same calls over worker processes (local or
+on other hosts) and merges what they measured, so a scenario never knows which it drives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from loadgen.stats import IntervalStats
+from loadgen.worker.local import Totals
+from loadgen.worker.plan import Subscription
+
+
+class Worker(Protocol):
+    @property
+    def totals(self) -> Totals:
+        """Running totals over the whole run, probe and warm-up included."""
+
+    @property
+    def has_consumers(self) -> bool: ...
+
+    def check_reachable(self, timeout_s: float) -> None: ...
+
+    def create_topics(
+        self, count: int, partitions: int, names: tuple[str, ...] = ()
+    ) -> list[str]: ...
+
+    def create_consumers(self, subscriptions: Sequence[Subscription]) -> None: ...
+
+    def create_producers(self, topics: Sequence[str]) -> None: ...
+
+    def probe(self, expected_received: int, timeout_s: float) -> None: ...
+
+    def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None: ...
+
+    def stop_load(self, flush_timeout_s: float) -> int:
+        """Stop sending, wait for in-flight acknowledgements; return how many never came."""
+
+    def loop_error(self) -> BaseException | None:
+        """Why a producer loop stopped on its own, if one did."""
+
+    def sent_so_far(self) -> int: ...
+
+    def received_so_far(self) -> int: ...
+
+    def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats: ...
+
+    def placement(self) -> dict[str, Any]:
+        """Where the run ran, for the result's ``run`` block: worker ids, clock offsets..."""
+
+    def close(self, *, delete_topics: bool) -> None:
+        """Stop everything; never raises, so a result is never masked."""

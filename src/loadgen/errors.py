@@ -139,8 +139,9 @@ class WorkerLost(WorkerError):
 
     stop_reason = "worker-lost"
 
-    def __init__(self, url: str, detail: str) -> None:
-        super().__init__(url, f"lost during the run: {detail}")
+    def __init__(self, url: str, cause: str) -> None:
+        self.cause = cause
+        super().__init__(url, f"lost during the run: {cause}")
 
 
 class RunAborted(LoadgenError):

@@ -45,8 +45,13 @@ class ControlPlane:
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run ``coroutine`` on the control loop and wait for it (the coroutine has its own
-        deadlines)."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        deadlines); a Ctrl-C while waiting cancels it."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
 
     def close(self) -> None:
         self.run(self.session.close())
@@ -65,10 +70,14 @@ class WorkerClient:
         self.url = url.rstrip("/")
         self._session = session
         self.answered = False
+        self.deadline_cap_s: float | None = None
+        """When set, no request waits longer than this (after a Ctrl-C)."""
 
     async def request(
         self, method: str, path: str, body: Any = None, *, timeout_s: float = 30.0
     ) -> dict[str, Any]:
+        if self.deadline_cap_s is not None:
+            timeout_s = min(timeout_s, self.deadline_cap_s)
         timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=CONNECT_TIMEOUT_S)
         try:
             async with self._session.request(

@@ -39,20 +39,17 @@ def best_offset(samples: Iterable[Sample]) -> ClockOffset:
     return min(estimates, key=lambda estimate: estimate.round_trip_ns)
 
 
-def e2e_skew_bound_ns(
-    offsets: Mapping[str, ClockOffset], producers: Iterable[str], consumers: Iterable[str]
-) -> int:
+def e2e_skew_bound_ns(offsets: Mapping[str, ClockOffset], pairs: Iterable[tuple[str, str]]) -> int:
     """How far end-to-end latency can be off because producer and consumer clocks differ.
 
-    A message sent on worker P and received on worker C measures its latency plus
-    ``offset(C) - offset(P)``; the estimates themselves are uncertain by their bounds. The
-    worst pair of a producer and a consumer worker decides; 0 when they are all one worker.
+    ``pairs`` are the ``(producer worker, consumer worker)`` pairs that share a topic. A message
+    sent on P and received on C measures its latency plus ``offset(C) - offset(P)``, and the
+    estimates are uncertain by their bounds; the worst pair decides, 0 when every pair is one
+    worker.
     """
     worst = 0
-    for producer in producers:
-        for consumer in consumers:
-            if producer == consumer:
-                continue
+    for producer, consumer in pairs:
+        if producer != consumer:
             p, c = offsets[producer], offsets[consumer]
             worst = max(worst, abs(c.offset_ns - p.offset_ns) + p.bound_ns + c.bound_ns)
     return worst

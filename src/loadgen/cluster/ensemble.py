@@ -30,7 +30,8 @@ log = logging.getLogger("loadgen.cluster")
 
 SETUP_TIMEOUT_S = 300.0
 """Creating topics or clients can take long (thousands of them, a slow controller)."""
-CALL_TIMEOUT_S = 30.0
+AFTER_INTERRUPT_S = 1.0
+"""How long a request may take once the user pressed Ctrl-C (an idle worker takes ms)."""
 
 Call = Callable[[WorkerClient], Awaitable[dict[str, Any]]]
 
@@ -54,48 +55,77 @@ class Ensemble:
         self._offsets: dict[str, ClockOffset] = {}
         self.lost: dict[str, str] = {}
         """Workers that stopped answering, with what was seen."""
+        self._interrupted = False
+        self._unresponsive: set[str] = set()
+        """Workers that did not answer within the short wait after a Ctrl-C."""
         self.intervals_by_worker: dict[str, list[IntervalStats]] = {
             client.url: [] for client in self._clients
         }
 
     # -- calling workers ---------------------------------------------------------------------
     def _live(self, clients: Sequence[WorkerClient] | None = None) -> list[WorkerClient]:
-        return [
-            c for c in (self._clients if clients is None else clients) if c.url not in self.lost
-        ]
+        gone = self.lost.keys() | self._unresponsive
+        return [c for c in (self._clients if clients is None else clients) if c.url not in gone]
 
     def _each(
-        self, call: Call, clients: Sequence[WorkerClient] | None = None, *, tolerant: bool = False
+        self,
+        call: Call,
+        clients: Sequence[WorkerClient] | None = None,
+        *,
+        tolerant: bool = False,
+        blocking: bool = False,
     ) -> list[tuple[WorkerClient, dict[str, Any]]]:
         """``call`` on every live worker (of ``clients``) at once; their answers in order.
 
         A worker that is lost is recorded. Unless ``tolerant``, the first error is raised once
         all calls ended; ``tolerant`` calls (stats, stop, close) return the answers they got.
+        After a Ctrl-C every call is tolerant and waits at most :data:`AFTER_INTERRUPT_S`; a
+        worker that had not answered a ``blocking`` call (one that can hold the worker for
+        long: opening a driver, creating topics) is not called again — it is busy, and had
+        nothing measured yet.
         """
         targets = self._live(clients)
+        answered: set[str] = set()
+
+        async def tracked(client: WorkerClient) -> dict[str, Any]:
+            try:
+                return await call(client)
+            finally:
+                answered.add(client.url)
 
         async def gather() -> list[dict[str, Any] | BaseException]:
-            return await asyncio.gather(*(call(c) for c in targets), return_exceptions=True)
+            return await asyncio.gather(*(tracked(c) for c in targets), return_exceptions=True)
 
-        answers = self._plane.run(gather())
+        try:
+            answers = self._plane.run(gather())
+        except KeyboardInterrupt:
+            self._interrupted = True
+            for client in self._clients:
+                client.deadline_cap_s = AFTER_INTERRUPT_S
+            if blocking:
+                self._unresponsive |= {c.url for c in targets} - answered
+            raise
         done, errors = [], []
         for client, answer in zip(targets, answers, strict=True):
-            if isinstance(answer, WorkerLost):
+            if isinstance(answer, WorkerLost) and self._interrupted:
+                self._unresponsive.add(client.url)
+            elif isinstance(answer, WorkerLost):
                 self._lose(client, answer)
             if isinstance(answer, BaseException):
                 errors.append(answer)
             else:
                 done.append((client, answer))
-        if errors and not tolerant:
+        if errors and not (tolerant or self._interrupted):
             raise errors[0]
-        for error in errors if tolerant else ():
-            log.warning("%s", error)
+        for error in errors:
+            if not isinstance(error, WorkerLost):  # those were reported as they were lost
+                log.warning("%s", error)
         return done
 
     def _lose(self, client: WorkerClient, error: WorkerLost) -> None:
         if client.url not in self.lost:
             log.error("%s", error)
-            self.lost[client.url] = error.detail
+            self.lost[client.url] = error.cause
 
     @property
     def _leader(self) -> WorkerClient:
@@ -126,7 +156,8 @@ class Ensemble:
         self._each(measure)
         body = wire.DriverBody.of(self._spec, timeout_s).model_dump()
         self._each(
-            lambda c: c.request("POST", "/driver", body, timeout_s=timeout_s + SETUP_TIMEOUT_S)
+            lambda c: c.request("POST", "/driver", body, timeout_s=timeout_s + SETUP_TIMEOUT_S),
+            blocking=True,
         )
 
     def create_topics(self, count: int, partitions: int, names: tuple[str, ...] = ()) -> list[str]:
@@ -134,12 +165,14 @@ class Ensemble:
         [(_, answer)] = self._each(
             lambda c: c.request("POST", "/topics", body.model_dump(), timeout_s=SETUP_TIMEOUT_S),
             [self._leader],
+            blocking=True,
         )
         self._topics = answer["topics"]
         adopt = wire.AdoptBody(names=self._topics, partitions=partitions).model_dump()
         self._each(
             lambda c: c.request("POST", "/topics/adopt", adopt, timeout_s=SETUP_TIMEOUT_S),
             self._clients[1:],
+            blocking=True,
         )
         return self._topics
 
@@ -159,6 +192,7 @@ class Ensemble:
         self._each(
             lambda c: c.request("POST", path, {field: by_url[c.url]}, timeout_s=SETUP_TIMEOUT_S),
             [c for c in self._clients if by_url[c.url]],
+            blocking=True,
         )
 
     @property
@@ -175,6 +209,7 @@ class Ensemble:
                 "POST", "/probe/send", {"timeout_s": timeout_s}, timeout_s=timeout_s + 10
             ),
             self._with(lambda a: a.producers),
+            blocking=True,
         )
         while (received := self.received_so_far()) < expected_received:
             if time.monotonic() > deadline:
@@ -242,6 +277,8 @@ class Ensemble:
 
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats:
         """Every live worker's interval, merged; a worker that does not answer is left out."""
+        if not self._consumers and not any(a.producers for a in self._assignments):
+            return IntervalStats(start_ms, end_ms, warmup=warmup)  # nothing can have been measured
         body = wire.SnapshotBody(start_ms=start_ms, end_ms=end_ms, warmup=warmup).model_dump()
         parts = []
         for client, answer in self._each(
@@ -256,13 +293,13 @@ class Ensemble:
 
     def placement(self) -> dict[str, Any]:
         """Worker URLs (the leader first), roles, clock offsets and the e2e skew bound."""
-        roles = {c.url: a.role for c, a in zip(self._clients, self._assignments, strict=True)}
-        producers = [url for url, role in roles.items() if "producer" in role]
-        consumers = [url for url, role in roles.items() if "consumer" in role]
+        pairs = zip(self._clients, self._assignments, strict=True)
+        roles = {client.url: assignment.role for client, assignment in pairs}
         measured = self._offsets
+        sharing = self._sharing_pairs()
         bound = (
-            e2e_skew_bound_ns(measured, producers, consumers)
-            if set(producers + consumers) <= set(measured)
+            e2e_skew_bound_ns(measured, sharing)
+            if all(p in measured and c in measured for p, c in sharing)
             else None
         )
         return {
@@ -276,10 +313,31 @@ class Ensemble:
             "lostWorkers": dict(self.lost),
         }
 
+    @property
+    def interrupted(self) -> bool:
+        """Whether a Ctrl-C cut a request short (its worker may still be busy with it)."""
+        return self._interrupted
+
+    def _sharing_pairs(self) -> list[tuple[str, str]]:
+        """``(producer worker, consumer worker)`` pairs with a topic in common."""
+        consumed = {
+            c.url: {topic for topic, _ in a.consumers}
+            for c, a in zip(self._clients, self._assignments, strict=True)
+        }
+        return [
+            (producer.url, consumer)
+            for producer, a in zip(self._clients, self._assignments, strict=True)
+            for consumer, topics in consumed.items()
+            if topics & set(a.producers)
+        ]
+
     # -- teardown --------------------------------------------------------------------------------
     def close(self, *, delete_topics: bool) -> None:
-        """The followers first, then the leader, which deletes the topics if asked."""
-        for clients, delete in ((self._clients[1:], False), ([self._leader], delete_topics)):
+        """The followers first, then the leader, which deletes the topics if asked; a worker
+        that never answered has nothing to close."""
+        followers = [c for c in self._clients[1:] if c.answered]
+        leader = [self._leader] if self._leader.answered else []
+        for clients, delete in ((followers, False), (leader, delete_topics)):
             self._each(
                 lambda c, delete=delete: c.request(
                     "POST", "/close", {"delete_topics": delete}, timeout_s=SETUP_TIMEOUT_S

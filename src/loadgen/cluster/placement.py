@@ -97,8 +97,13 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
         yield LocalWorker(open_driver(spec))
         return
     token = secrets.token_urlsafe(24)
-    with local_workers(processes, token) as urls, _ensemble(urls, spec, rule, token) as ensemble:
+    with (
+        local_workers(processes, token) as spawned,
+        _ensemble(spawned.urls, spec, rule, token) as ensemble,
+    ):
         yield ensemble
+        if ensemble.interrupted:  # a worker may still be in a driver call: it ends on its
+            spawned.wait_s = 0.0  # own once its stdin closes; the user should not wait for it
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ can report them as the worker's own, with the exit code they deserve.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 import json
@@ -22,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import psutil
 import uvloop
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
@@ -36,6 +38,8 @@ log = logging.getLogger("loadgen.cluster.worker")
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Payload pools travel in the start-load request; 64 MiB fits OMB's largest (1000 × 10 KiB)."""
 
+IN_FLIGHT_GRACE_S = 1.0
+"""How long a stopping worker lets a request in progress finish before it exits anyway."""
 Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
@@ -96,6 +100,8 @@ class _Routes:
     def __init__(self, service: WorkerService, executor: ThreadPoolExecutor) -> None:
         self.service = service
         self.executor = executor
+        self.in_flight = 0
+        """Requests waiting for or running on the executor."""
 
     def blocking(self, method: Callable[..., Any], body: type[BaseModel] | None = None) -> Handler:
         async def handle(request: web.Request) -> web.Response:
@@ -104,6 +110,7 @@ class _Routes:
             except (ValueError, ValidationError) as error:
                 return _error(400, "BadRequest", str(error), 2)
             loop = asyncio.get_running_loop()
+            self.in_flight += 1
             try:
                 answer = await loop.run_in_executor(self.executor, method, *args)
             except LoadgenError as error:
@@ -111,6 +118,8 @@ class _Routes:
             except Exception as error:
                 log.exception("request %s failed", request.path)
                 return _error(500, type(error).__name__, str(error) or repr(error), 1)
+            finally:
+                self.in_flight -= 1
             return web.json_response(answer or {})
 
         return handle
@@ -131,15 +140,9 @@ class _Routes:
         )
 
 
-def make_app(
-    service: WorkerService,
-    executor: ThreadPoolExecutor,
-    token: str | None,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-) -> web.Application:
+def make_app(routes: _Routes, token: str | None, max_body_bytes: int) -> web.Application:
     app = web.Application(middlewares=[_authenticate(token)], client_max_size=max_body_bytes)
-    routes = _Routes(service, executor)
-    s = service
+    s = routes.service
     app.add_routes(
         [
             web.get("/health", routes.health),
@@ -189,7 +192,8 @@ async def _serve(
 ) -> None:
     service = WorkerService()
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loadgen-worker")
-    runner = web.AppRunner(make_app(service, executor, token, max_body_bytes), access_log=None)
+    routes = _Routes(service, executor)
+    runner = web.AppRunner(make_app(routes, token, max_body_bytes), access_log=None)
     await runner.setup()
     try:
         await web.SockSite(runner, sock).start()
@@ -197,11 +201,28 @@ async def _serve(
         announce(f"http://{host if ':' not in host else f'[{host}]'}:{port}")
         await _until_stopped(exit_with_stdin)
     finally:
+        deadline = time.monotonic() + IN_FLIGHT_GRACE_S
+        while routes.in_flight and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # a snapshot or a counter read ends in milliseconds
+        if routes.in_flight:
+            _exit_now()
         await runner.cleanup()
         await asyncio.get_running_loop().run_in_executor(
             executor, service.close, wire.CloseBody(delete_topics=False)
         )
         executor.shutdown()
+
+
+def _exit_now() -> None:
+    """Stop while a driver call (a silent controller, a hung broker) holds the executor thread.
+
+    Python cannot stop a thread blocked in C, and stopping was asked for: end the processes
+    the driver started (the Pravega driver's control child) and exit without waiting."""
+    log.error("stopping while a request is still running in the driver; exiting now")
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    os._exit(1)
 
 
 def serve(

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from loadgen.errors import WorkerError
 
@@ -33,7 +34,7 @@ def _verbosity() -> list[str]:
     return ["-vv"] if level <= logging.DEBUG else ["-v"] if level <= logging.INFO else []
 
 
-def _announced_url(process: subprocess.Popen, deadline: float, name: str) -> str:
+def announced_url(process: subprocess.Popen, deadline: float, name: str) -> str:
     """The URL the worker prints once it listens."""
     assert process.stdout is not None
     with selectors.DefaultSelector() as selector:
@@ -54,38 +55,59 @@ def _announced_url(process: subprocess.Popen, deadline: float, name: str) -> str
     raise WorkerError(name, detail, exit_code=1)
 
 
+def start_worker_process(token: str | None) -> subprocess.Popen:
+    """``loadgen worker`` on a free loopback port, ended by closing its stdin; read its URL
+    with :func:`announced_url`."""
+    env = {key: value for key, value in os.environ.items() if key != TOKEN_ENV}
+    if token:
+        env[TOKEN_ENV] = token
+    command = [sys.executable, "-m", "loadgen", *_verbosity(), "worker"]
+    return subprocess.Popen(
+        [*command, "--bind", "127.0.0.1:0", "--exit-with-stdin"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+        start_new_session=True,
+    )
+
+
+@dataclass
+class Spawned:
+    urls: list[str]
+    wait_s: float = STOP_TIMEOUT_S
+    """How long to wait for them to exit at the end before killing them (0: do not wait)."""
+
+
 @contextlib.contextmanager
-def local_workers(count: int, token: str) -> Iterator[list[str]]:
+def local_workers(count: int, token: str) -> Iterator[Spawned]:
     """Start ``count`` workers; yield their URLs; stop them (by closing stdin) at the end."""
-    env = {**os.environ, TOKEN_ENV: token}
-    command = [sys.executable, "-m", "loadgen", *_verbosity(), "worker", "--bind", "127.0.0.1:0"]
     processes: list[subprocess.Popen] = []
+    spawned = Spawned([])
     try:
         for _ in range(count):
-            processes.append(
-                subprocess.Popen(
-                    [*command, "--exit-with-stdin"],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    env=env,
-                    text=True,
-                    start_new_session=True,
-                )
-            )
+            processes.append(start_worker_process(token))
         deadline = time.monotonic() + START_TIMEOUT_S
-        yield [
-            _announced_url(process, deadline, f"local process {index}")
+        spawned.urls = [
+            announced_url(process, deadline, f"local process {index}")
             for index, process in enumerate(processes)
         ]
+        yield spawned
     finally:
-        _stop(processes)
+        stop_worker_processes(processes, spawned.wait_s)
 
 
-def _stop(processes: list[subprocess.Popen]) -> None:
+def stop_worker_processes(
+    processes: list[subprocess.Popen], wait_s: float = STOP_TIMEOUT_S
+) -> None:
+    """Close their stdin (they stop on their own); kill what still runs after ``wait_s``
+    (with 0, leave them to end by themselves)."""
     for process in processes:
         if process.stdin is not None:
             process.stdin.close()
-    deadline = time.monotonic() + STOP_TIMEOUT_S
+    if wait_s <= 0:
+        return
+    deadline = time.monotonic() + wait_s
     for process in processes:
         try:
             process.wait(max(0.0, deadline - time.monotonic()))

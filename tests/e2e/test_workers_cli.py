@@ -1,0 +1,201 @@
+"""`loadgen worker` and `loadgen run --workers/--processes` as users run them: real processes."""
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from loadgen.cluster.spawn import announced_url, start_worker_process, stop_worker_processes
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+MEMORY = REPO / "configs/drivers/memory.yaml"
+TOKEN = "t0ken-for-tests"
+TWO_TOPICS = """\
+name: two topics
+topics: 2
+partitionsPerTopic: 2
+messageSize: 256
+subscriptionsPerTopic: 1
+consumerPerSubscription: 1
+producersPerTopic: 1
+producerRate: 4000
+testDurationMinutes: 1
+warmupDurationMinutes: 0
+"""
+
+
+def loadgen(*args, cwd, timeout=120, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "loadgen", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def call(url, method="GET", body=None, token=TOKEN):
+    """(status, JSON answer) of one request to a worker."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        text = error.read()
+        try:
+            return error.code, json.loads(text)
+        except ValueError:
+            return error.code, {"text": text.decode(errors="replace")}
+
+
+@pytest.fixture
+def workers():
+    """Start ``count`` token-protected workers; every one is stopped at the end."""
+    started = []
+
+    def start(count):
+        processes = [start_worker_process(TOKEN) for _ in range(count)]
+        started.extend(processes)
+        deadline = time.monotonic() + 30
+        return [(announced_url(p, deadline, "test worker"), p) for p in processes]
+
+    yield start
+    stop_worker_processes(started)
+
+
+@pytest.fixture
+def two_topics(tmp_path):
+    path = tmp_path / "two-topics.yaml"
+    path.write_text(TWO_TOPICS)
+    return path
+
+
+def test_every_request_needs_the_token(workers):
+    [(url, _)] = workers(1)
+    assert call(f"{url}/health", token=None)[0] == 401
+    assert call(f"{url}/health", token="wrong")[0] == 401
+    status, health = call(f"{url}/health")
+    assert status == 200 and health["protocol"] >= 1 and health["busy"] is False
+
+
+def test_malformed_or_premature_requests_are_refused_with_the_reason(workers):
+    [(url, _)] = workers(1)
+    status, answer = call(f"{url}/topics", "POST", {"count": "many", "partitions": 1})
+    assert status == 400 and "count" in answer["message"] and answer["exitCode"] == 2
+    status, answer = call(f"{url}/topics", "POST", {"count": 1, "partitions": 1})
+    assert status == 422 and "POST /driver first" in answer["message"]
+
+
+def test_oversized_bodies_are_refused(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loadgen", "worker", "--bind", "127.0.0.1:0", "--max-body-mb", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = announced_url(process, time.monotonic() + 30, "test worker")
+        status, _ = call(f"{url}/load/start", "POST", {"payloads": ["A" * 2_000_000]}, token=None)
+        assert status == 413
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(10)
+
+
+def test_binding_beyond_loopback_needs_a_token(tmp_path):
+    done = loadgen("worker", "--bind", "0.0.0.0:0", cwd=tmp_path, env=_without_token())
+    assert done.returncode == 2
+    assert "--token" in done.stderr and "0.0.0.0" in done.stderr
+
+
+def _without_token():
+    import os
+
+    return {key: value for key, value in os.environ.items() if key != "LOADGEN_TOKEN"}
+
+
+def test_the_coordinator_names_the_worker_that_refuses_its_token(workers, two_topics, tmp_path):
+    [(url, _)] = workers(1)
+    done = loadgen(
+        "run", "-d", MEMORY, two_topics, "--workers", url, "--token", "wrong", cwd=tmp_path
+    )
+    assert done.returncode == 2, done.stderr
+    assert url in done.stderr and "401" in done.stderr
+
+
+def test_a_worker_that_does_not_answer_fails_within_10_s_naming_it(two_topics, tmp_path):
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts connections, never answers
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    try:
+        started = time.monotonic()
+        done = loadgen("run", "-d", MEMORY, two_topics, "--workers", url, cwd=tmp_path)
+        took = time.monotonic() - started
+    finally:
+        silent.close()
+    assert done.returncode == 3, done.stderr
+    assert url in done.stderr and "unreachable" in done.stderr
+    assert took < 15  # 10 s deadline plus the CLI's start-up
+
+
+def test_processes_split_topics_and_the_result_adds_up(two_topics, tmp_path):
+    done = loadgen(
+        "run", "-d", MEMORY, two_topics, "--processes", "2", "--duration", "3s",
+        "--stats-interval", "1s", "--quiet", "--no-report", "-o", tmp_path, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [result] = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    run = result["run"]
+    assert len(run["workers"]) == 2 and run["split"] == "topics"
+    assert set(run["workerRoles"].values()) == {"producer+consumer"}
+    per_worker = run["workerTotals"].values()
+    assert result["totalMessagesSent"] == sum(t["sent"] for t in per_worker) > 10_000
+    assert result["totalMessagesReceived"] == sum(t["received"] for t in per_worker)
+    assert result["totalMessagesReceived"] == result["totalMessagesSent"]
+    assert run["e2eClockSkewBoundMs"] == 0.0  # each topic's producer and consumer share a worker
+
+
+def test_a_worker_lost_mid_run_ends_the_run_with_a_partial_result(workers, two_topics, tmp_path):
+    (first, _), (second, doomed) = workers(2)
+    command = [sys.executable, "-m", "loadgen", "run", "-d", MEMORY, two_topics, "--workers"]
+    run = subprocess.Popen(
+        [*command, f"{first},{second}", "--token", TOKEN, "--duration", "30s",
+         "--stats-interval", "1s", "--plain", "--no-report", "-o", tmp_path],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        _wait_for_measuring(run)
+        doomed.kill()
+        _, stderr = run.communicate(timeout=30)
+    finally:
+        run.kill()
+    assert run.returncode == 1, stderr
+    assert second in stderr and "lost" in stderr
+    [result] = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    assert result["incomplete"] is True and result["stopReason"] == "worker-lost"
+    assert second in result["run"]["lostWorkers"]
+    assert result["totalMessagesSent"] > 0
+
+
+def _wait_for_measuring(run):
+    """Until the run printed two measured intervals (--plain lines on stdout)."""
+    seen = 0
+    deadline = time.monotonic() + 60
+    while seen < 2 and time.monotonic() < deadline:
+        line = run.stdout.readline()
+        if not line:
+            raise AssertionError("the run ended before it measured")
+        seen += line.startswith("[measure]")
+    assert seen == 2

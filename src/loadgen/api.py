@@ -8,10 +8,11 @@ nothing is printed and nothing is written unless :meth:`Result.save` is called.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from loadgen.cluster.placement import Placement
 from loadgen.driver import load_driver_class
 from loadgen.errors import ConfigError, RunAborted
 from loadgen.result import Result, build_result
@@ -79,15 +80,20 @@ def run(
     keep_topics: bool = False,
     on_interval: Callable[[IntervalStats, int], None] | None = None,
     pipeline: str | Path | None = None,
+    processes: int = 1,
+    workers: Sequence[str] = (),
+    token: str | None = None,
 ) -> Result:
-    """Run one workload against one broker and return what was measured.
+    r"""Run one workload against one broker and return what was measured.
 
     ``workload`` and ``driver`` may be objects built here, mappings of YAML fields, paths to
     YAML files, or (for ``driver``) a :class:`~loadgen.testing.process.LocalBroker`.
     ``duration``/``warmup`` override the workload's minutes. A run cut short (a broker error
     mid-run, Ctrl-C) raises :class:`~loadgen.errors.RunAborted` whose ``partial`` attribute
     holds the Result of what was measured. ``pipeline`` lands every interval in that directory
-    for ``loadgen pipeline ingest``, as ``loadgen run --pipeline`` does.
+    for ``loadgen pipeline ingest``, as ``loadgen run --pipeline`` does. ``processes`` > 1
+    or ``workers`` (URLs of ``loadgen worker``\ s, with their ``token``) split the run as
+    ``loadgen run --processes/--workers`` do; by default it runs in this process.
     """
     chosen, path = _as_workload(workload)
     spec = _as_driver(driver)
@@ -107,7 +113,8 @@ def run(
         pipeline_dir=None if pipeline is None else str(pipeline),
         on_interval=on_interval,
     )
-    name, document, outcome = execute(chosen, path, spec, options)
+    placement = Placement(workers=tuple(workers), processes=processes, token=token)
+    name, document, outcome = execute(chosen, path, spec, options, placement)
     result = build_result(
         name,
         spec.name,

@@ -25,6 +25,7 @@ T = TypeVar("T")
 CONNECT_TIMEOUT_S = 10.0
 """How long the first answer of a worker may take before it is reported unreachable."""
 CLOCK_SAMPLES = 8
+RETRY_PAUSE_S = 0.25
 
 
 class ControlPlane:
@@ -98,6 +99,19 @@ class WorkerClient:
             message = answer.get("message") or f"HTTP {status}: {text.strip()[:200]}"
             raise WorkerError(self.url, f"{path}: {message}", int(answer.get("exitCode", 1)))
         return answer
+
+    async def first_contact(self) -> dict[str, Any]:
+        """``GET /health``, retried for up to :data:`CONNECT_TIMEOUT_S` while nothing listens
+        yet (workers started together with the coordinator, as in a compose file)."""
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return await self.request("GET", "/health", timeout_s=max(remaining, 0.1))
+            except WorkerUnreachable:
+                if remaining < RETRY_PAUSE_S * 2:
+                    raise
+                await asyncio.sleep(RETRY_PAUSE_S)
 
     async def clock_offset(self, samples: int = CLOCK_SAMPLES) -> ClockOffset:
         """The best of ``samples`` four-timestamp exchanges (:mod:`.clock`)."""

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from loadgen.cluster import wire
-from loadgen.cluster.client import CONNECT_TIMEOUT_S, ControlPlane, WorkerClient
+from loadgen.cluster.client import ControlPlane, WorkerClient
 from loadgen.cluster.clock import ClockOffset, e2e_skew_bound_ns
 from loadgen.cluster.split import Assignment, split
 from loadgen.errors import ConfigError, DriverError, WorkerError, WorkerLost
@@ -30,6 +30,9 @@ log = logging.getLogger("loadgen.cluster")
 
 SETUP_TIMEOUT_S = 300.0
 """Creating topics or clients can take long (thousands of them, a slow controller)."""
+COUNTERS_TIMEOUT_S = 10.0
+"""Counters are plain integer reads on the worker's event loop; 10 s without one is a hung
+worker (stopped, swapping), reported as lost instead of stalling the run's stats."""
 AFTER_INTERRUPT_S = 1.0
 """How long a request may take once the user pressed Ctrl-C (an idle worker takes ms)."""
 
@@ -58,7 +61,7 @@ class Ensemble:
         self._interrupted = False
         self._unresponsive: set[str] = set()
         """Workers that did not answer within the short wait after a Ctrl-C."""
-        self.intervals_by_worker: dict[str, list[IntervalStats]] = {
+        self.worker_intervals: dict[str, list[IntervalStats]] = {
             client.url: [] for client in self._clients
         }
 
@@ -138,7 +141,7 @@ class Ensemble:
     def check_reachable(self, timeout_s: float) -> None:
         """Every worker answers (within 10 s), speaks our protocol, has its clock measured, and
         has the driver open with its broker reachable."""
-        healths = self._each(lambda c: c.request("GET", "/health", timeout_s=CONNECT_TIMEOUT_S))
+        healths = self._each(lambda c: c.first_contact())
         for client, health in healths:
             if health.get("protocol") != wire.PROTOCOL:
                 raise ConfigError(
@@ -246,7 +249,9 @@ class Ensemble:
         return sum(answer["pending"] for _, answer in answers)
 
     def loop_error(self) -> BaseException | None:
-        for client, answer in self._each(lambda c: c.request("GET", "/counters"), tolerant=True):
+        for client, answer in self._each(
+            lambda c: c.request("GET", "/counters", timeout_s=COUNTERS_TIMEOUT_S), tolerant=True
+        ):
             if answer.get("loopError"):
                 return WorkerError(client.url, f"the producer loop stopped: {answer['loopError']}")
         if self.lost:
@@ -256,7 +261,9 @@ class Ensemble:
 
     # -- measurement ---------------------------------------------------------------------------
     def _counter(self, name: str) -> int:
-        answers = self._each(lambda c: c.request("GET", "/counters"), tolerant=True)
+        answers = self._each(
+            lambda c: c.request("GET", "/counters", timeout_s=COUNTERS_TIMEOUT_S), tolerant=True
+        )
         return sum(answer[name] for _, answer in answers)
 
     def sent_so_far(self) -> int:
@@ -286,7 +293,7 @@ class Ensemble:
         ):
             stats = wire.stats_from_json(answer["stats"])
             self._totals[client.url] = wire.totals_from_json(answer["totals"])
-            self.intervals_by_worker[client.url].append(stats)
+            self.worker_intervals[client.url].append(stats)
             parts.append(stats)
         merged = merge_all(parts) if parts else IntervalStats(start_ms, end_ms)
         return replace(merged, start_ms=start_ms, end_ms=end_ms, warmup=warmup)

@@ -74,6 +74,8 @@ class RunOutcome:
     """Wall time of each lifecycle phase that ran (``topics``, ``probe``, ``measure``...)."""
     placement: dict[str, Any] = field(default_factory=dict)
     """Where it ran (:meth:`loadgen.worker.contract.Worker.placement`)."""
+    worker_intervals: dict[str, list[IntervalStats]] = field(default_factory=dict)
+    """Each worker's snapshots, when the run was split over workers."""
 
 
 class _PhaseClock:
@@ -238,6 +240,7 @@ def run_tailing(
         outcome.intervals = measurement.intervals
         outcome.totals = worker.totals
         outcome.placement = worker.placement()
+        outcome.worker_intervals = worker.worker_intervals
         outcome.ended_ms = _now_ms()
     return outcome
 

@@ -49,6 +49,11 @@ class Worker(Protocol):
 
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats: ...
 
+    @property
+    def worker_intervals(self) -> dict[str, list[IntervalStats]]:
+        """Each worker's own snapshots when the run is split over workers (what was merged);
+        empty for the in-process worker, whose snapshots are the run's."""
+
     def placement(self) -> dict[str, Any]:
         """Where the run ran, for the result's ``run`` block: worker ids, clock offsets..."""
 

@@ -206,6 +206,10 @@ class LocalWorker:
             histograms=histograms,
         )
 
+    @property
+    def worker_intervals(self) -> dict[str, list[IntervalStats]]:
+        return {}
+
     def placement(self) -> dict[str, object]:
         return {"workers": [WORKER_ID], "clockOffsetsMs": {WORKER_ID: 0.0}}
 

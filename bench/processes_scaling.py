@@ -1,0 +1,91 @@
+"""Scale-out on one host: the same unthrottled run with 1 worker process and with 2.
+
+Usage: python bench/processes_scaling.py [--driver memory|kafka] [--rounds 5] [--seconds 8]
+
+Runs the real `loadgen run` path (runner.execute, so the coordinator, the HTTP control plane
+and the exact merge are all in it) with ``producerRate`` far above what either can reach, and
+reports the measured msg/s sent and received. One process runs everything in the coordinator's
+own process; two are `loadgen worker` processes on loopback ports. The memory driver runs two
+topics split by topic (its broker lives in each process); Kafka runs against a local tansu
+broker this script starts, split OMB's way (one producer process, one consumer process). The
+sides alternate round by round; the ratio of each round is 2-process / 1-process msg/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from contextlib import ExitStack
+
+from loadgen.cluster.placement import Placement
+from loadgen.runner import execute
+from loadgen.scenarios.tailing import RunOptions
+from loadgen.spec import Workload, parse_model
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stats import measured_intervals, sent_per_second
+
+UNREACHABLE_RATE = 10_000_000
+
+
+def workload(driver: str) -> Workload:
+    fields = {
+        "name": f"scaling-{driver}",
+        "topics": 2,
+        "partitionsPerTopic": 8,
+        "messageSize": 1024,
+        "subscriptionsPerTopic": 1,
+        "consumerPerSubscription": 1,
+        "producersPerTopic": 1,
+        "producerRate": UNREACHABLE_RATE,
+        "testDurationMinutes": 1,
+        "warmupDurationMinutes": 0,
+    }
+    return parse_model(Workload, fields, file="bench")
+
+
+def one_run(spec: DriverSpec, chosen: Workload, processes: int, seconds: float) -> dict:
+    options = RunOptions(duration_s=seconds, warmup_s=2, stats_interval_s=1, drain_timeout_s=30)
+    _, result, outcome = execute(chosen, None, spec, options, Placement(processes=processes))
+    measured = measured_intervals(outcome.intervals)
+    wall = sum(s.seconds for s in measured)
+    return {
+        "sent": sent_per_second(measured),
+        "received": sum(s.received for s in measured) / wall,
+        "e2e_p99_ms": result["aggregatedEndToEndLatency99pct"],
+        "complete": not outcome.incomplete,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--driver", choices=("memory", "kafka"), default="memory")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=8)
+    args = parser.parse_args()
+    with ExitStack() as stack:
+        if args.driver == "kafka":
+            from loadgen.testing.tansu import start_tansu
+
+            broker = start_tansu()
+            stack.callback(broker.stop)
+            spec = DriverSpec(name="Kafka", kind="kafka", config=broker.driver_config)
+        else:
+            spec = DriverSpec(name="Memory", kind="memory")
+        chosen = workload(args.driver)
+        ratios = []
+        for round_number in range(1, args.rounds + 1):
+            rows = {n: one_run(spec, chosen, n, args.seconds) for n in (1, 2)}
+            ratio = rows[2]["sent"] / rows[1]["sent"]
+            ratios.append(ratio)
+            for n, row in rows.items():
+                print(
+                    f"round {round_number} {n} process{'es' if n > 1 else '  '} sent "
+                    f"{row['sent']:>10,.0f} msg/s  received {row['received']:>10,.0f} msg/s  "
+                    f"e2e p99 {row['e2e_p99_ms']:>9.1f} ms  complete {row['complete']}"
+                )
+            print(f"round {round_number} ratio 2/1 sent {ratio:.2f}")
+        print(f"median ratio 2/1 sent {statistics.median(ratios):.2f} over {args.rounds} rounds")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Three `loadgen worker` processes on loopback ports and a coordinator, against tansu.
+
+The merged result must be exactly the workers' sum: counts add up, and every percentile equals
+the one computed over the merged raw histograms the workers sent.
+"""
+
+import secrets
+
+import pytest
+
+from loadgen import hdr
+from loadgen.cluster.placement import Placement
+from loadgen.cluster.spawn import local_workers
+from loadgen.runner import execute
+from loadgen.scenarios.tailing import RunOptions
+from loadgen.stats import END_TO_END, METRICS, PUBLISH, measured_intervals, merge_all
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def three_workers():
+    token = secrets.token_urlsafe(16)
+    with local_workers(3, token) as spawned:
+        yield spawned.urls, token
+
+
+def test_three_workers_merge_into_one_exact_result(three_workers, kafka_spec, tailing):
+    urls, token = three_workers
+    workload = tailing(3000, partitions=6).model_copy(update={"consumer_per_subscription": 2})
+    # two consumers in one subscription: each consumer worker gets one, the group splits them
+    options = RunOptions(duration_s=4, warmup_s=1, stats_interval_s=1)
+    placement = Placement(workers=tuple(urls), token=token)
+
+    _, result, outcome = execute(workload, None, kafka_spec, options, placement)
+    run = result["run"]
+
+    assert not outcome.incomplete, outcome.stop_detail
+    assert run["workers"] == urls
+    # OMB's split of 3: the leader produces, the other two consume
+    assert run["workerRoles"] == {urls[0]: "producer", urls[1]: "consumer", urls[2]: "consumer"}
+    assert set(run["clockOffsetsMs"]) == set(urls)
+    assert run["e2eClockSkewBoundMs"] is not None and run["e2eClockSkewBoundMs"] >= 0
+
+    per_worker = run["workerTotals"]
+    assert result["totalMessagesSent"] == sum(t["sent"] for t in per_worker.values()) > 10_000
+    assert result["totalMessagesReceived"] == sum(t["received"] for t in per_worker.values())
+    assert result["totalMessagesReceived"] == result["totalMessagesSent"]
+    assert per_worker[urls[1]]["received"] > 0 and per_worker[urls[2]]["received"] > 0
+
+    raw = outcome.worker_intervals
+    assert set(raw) == set(urls)
+    merged_raw = merge_all(s for intervals in raw.values() for s in measured_intervals(intervals))
+    aggregate = merge_all(measured_intervals(outcome.intervals))
+    assert aggregate.sent == merged_raw.sent and aggregate.received == merged_raw.received
+    for metric in METRICS:
+        assert result["histograms"][metric]["aggregated"] == hdr.encode(
+            merged_raw.histogram(metric)
+        )
+    e2e = merged_raw.histogram(END_TO_END)
+    assert e2e.total == aggregate.received
+    assert result["aggregatedEndToEndLatency99pct"] == hdr.value_at_percentile(e2e, 99) / 1000
+    publish = merged_raw.histogram(PUBLISH)
+    assert result["aggregatedPublishLatency50pct"] == hdr.value_at_percentile(publish, 50) / 1000

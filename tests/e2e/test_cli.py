@@ -36,13 +36,14 @@ warmupDurationMinutes: 0
 """
 
 
-def loadgen(*args, cwd, timeout=120):
+def loadgen(*args, cwd, timeout=120, env=None):
     return subprocess.run(
         [sys.executable, "-m", "loadgen", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
 
 

@@ -1,6 +1,7 @@
 """`loadgen worker` and `loadgen run --workers/--processes` as users run them: real processes."""
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -11,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_cli import loadgen  # the e2e modules' one way to run the CLI
 
 from loadgen.cluster.spawn import announced_url, start_worker_process, stop_worker_processes
 
@@ -31,17 +33,6 @@ producerRate: 4000
 testDurationMinutes: 1
 warmupDurationMinutes: 0
 """
-
-
-def loadgen(*args, cwd, timeout=120, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "loadgen", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
 
 
 def call(url, method="GET", body=None, token=TOKEN):
@@ -122,8 +113,6 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path):
 
 
 def _without_token():
-    import os
-
     return {key: value for key, value in os.environ.items() if key != "LOADGEN_TOKEN"}
 
 

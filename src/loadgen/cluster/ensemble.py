@@ -20,10 +20,10 @@ from loadgen.cluster import wire
 from loadgen.cluster.client import ControlPlane, WorkerClient
 from loadgen.cluster.clock import ClockOffset, e2e_skew_bound_ns
 from loadgen.cluster.split import Assignment, split
-from loadgen.errors import ConfigError, DriverError, WorkerError, WorkerLost
+from loadgen.errors import ConfigError, WorkerError, WorkerLost
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import IntervalStats, merge_all
-from loadgen.worker.local import Totals
+from loadgen.worker.local import Totals, await_probes
 from loadgen.worker.plan import Subscription
 
 log = logging.getLogger("loadgen.cluster")
@@ -214,14 +214,7 @@ class Ensemble:
             self._with(lambda a: a.producers),
             blocking=True,
         )
-        while (received := self.received_so_far()) < expected_received:
-            if time.monotonic() > deadline:
-                raise DriverError(
-                    "readiness",
-                    f"consumers on the workers received {received} of {expected_received} "
-                    f"probe messages within {timeout_s:.0f} s",
-                )
-            time.sleep(0.05)
+        await_probes(self.received_so_far, expected_received, deadline, timeout_s)
         for client, answer in self._each(lambda c: c.request("POST", "/probe/end")):
             self._totals[client.url] = wire.totals_from_json(answer["totals"])
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +33,9 @@ from loadgen.worker.producer_loop import ProducerLoop
 log = logging.getLogger("loadgen.worker")
 
 PROBE_KEY = b"key"
+PROBE_CHECK_S = 0.02
+"""How often the readiness check counts the probe messages received (across workers: one
+HTTP request per worker)."""
 WORKER_ID = "local"
 """The id of the in-process worker in results and pipeline records (remote ones go by URL)."""
 UNSTAMPED_BELOW = -(2**62)
@@ -48,6 +51,20 @@ class Totals:
     received: int = 0
     probe_sent: int = 0
     probe_received: int = 0
+
+
+def await_probes(
+    received_so_far: Callable[[], int], expected: int, deadline: float, timeout_s: float
+) -> None:
+    """Wait until consumers (of one worker or all) received ``expected`` probe messages."""
+    while (received := received_so_far()) < expected:
+        if time.monotonic() > deadline:
+            raise DriverError(
+                "readiness",
+                f"consumers received {received} of {expected} probe messages "
+                f"within {timeout_s:.0f} s",
+            )
+        time.sleep(PROBE_CHECK_S)
 
 
 def _as_int64(chunks: list) -> np.ndarray:
@@ -106,14 +123,7 @@ class LocalWorker:
         """
         deadline = time.monotonic() + timeout_s
         self.send_probes(timeout_s)
-        while (received := self.received_so_far()) < expected_received:
-            if time.monotonic() > deadline:
-                raise DriverError(
-                    "readiness",
-                    f"consumers received {received} of {expected_received} probe messages "
-                    f"within {timeout_s:.0f} s",
-                )
-            time.sleep(0.01)
+        await_probes(self.received_so_far, expected_received, deadline, timeout_s)
         self.end_probe()
 
     def send_probes(self, timeout_s: float) -> None:

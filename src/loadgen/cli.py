@@ -205,6 +205,13 @@ def run(
         out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=json_lines), not no_report
     )
     pinned = None if cpus is None else usable_cpus(cpus)
+    if workers and processes is not None:
+        raise ConfigError(
+            "--processes starts workers on this host, --workers uses others: choose one",
+            path="--processes",
+            value=processes,
+            allowed="no --processes with --workers",
+        )
     placement = Placement(
         workers=worker_urls(workers) if workers else (),
         processes=processes or (len(pinned) if pinned is not None else cores()),

@@ -125,6 +125,14 @@ def test_the_coordinator_names_the_worker_that_refuses_its_token(workers, two_to
     assert url in done.stderr and "401" in done.stderr
 
 
+def test_workers_and_processes_together_are_refused(two_topics, tmp_path):
+    done = loadgen(
+        "run", "-d", MEMORY, two_topics, "--workers", "http://127.0.0.1:1", "--processes", "2",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--processes" in done.stderr
+
+
 def test_a_worker_that_does_not_answer_fails_within_10_s_naming_it(two_topics, tmp_path):
     silent = socket.create_server(("127.0.0.1", 0))  # accepts connections, never answers
     url = f"http://127.0.0.1:{silent.getsockname()[1]}"

@@ -123,10 +123,12 @@ class Driver(Protocol):
 
     def create_topics(self, topics: list[TopicSpec]) -> None: ...
 
-    # Optional: ``adopt_topics(topics: list[TopicSpec]) -> None`` for a driver that needs to know
-    # about topics another worker of a multi-process run created (RabbitMQ: their partition
-    # count); it creates and deletes nothing on the broker. A driver class whose broker lives
-    # inside its process sets ``process_local = True`` (the memory driver).
+    # Optional, for runs split over worker processes: ``adopt_topics(topics: list[TopicSpec])``
+    # for a driver that needs to know about topics another worker created (RabbitMQ: their
+    # partition count), creating nothing on the broker; ``delete_subscriptions(names)`` deletes
+    # what this driver created to consume those topics (RabbitMQ queues, Pravega reader groups)
+    # when the run's topics go but another worker deletes the topics. A driver class whose
+    # broker lives inside its process sets ``process_local = True`` (the memory driver).
 
     def delete_topics(self, names: list[str]) -> None: ...
 

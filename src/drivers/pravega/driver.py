@@ -185,16 +185,31 @@ class Driver:
             except DriverError as error:
                 log.warning("%s", error)
 
+    def delete_subscriptions(self, names: list[str]) -> None:
+        """The reader groups this driver created on ``names``' streams (when streams are
+        deleted at all); another worker of the run created the streams and deletes them."""
+        if not self.config.delete_streams:
+            return
+        for stream in sorted({clean_name(name) for name in names}):
+            try:
+                self._delete_groups(stream)
+            except LoadgenError as error:
+                log.warning("%s; reader groups of %s/%s are left", error, self.scope, stream)
+                return
+
+    def _delete_groups(self, stream: str) -> None:
+        for key in [key for key in self._groups if key[0] == stream]:
+            group = key[1]
+            self._call(
+                f"deleting reader group {group}", control.delete_reader_group, self.scope, group
+            )
+            del self._groups[key]
+
     def _delete_stream(self, stream: str) -> None:
         where = f"{self.scope}/{stream}"
         deleting = self.config.delete_streams
         if deleting:
-            for key in [key for key in self._groups if key[0] == stream]:
-                group = key[1]
-                self._call(
-                    f"deleting reader group {group}", control.delete_reader_group, self.scope, group
-                )
-                del self._groups[key]
+            self._delete_groups(stream)
         self._call(f"sealing stream {where}", control.seal_stream, self.scope, stream)
         if deleting:
             self._call(f"deleting stream {where}", control.delete_stream, self.scope, stream)

@@ -142,6 +142,14 @@ class Driver:
         log.info("declared %d exchanges", len(topics))
 
     def delete_topics(self, names: list[str]) -> None:
+        self._delete(names, exchanges=True)
+
+    def delete_subscriptions(self, names: list[str]) -> None:
+        """The queues this driver declared for ``names``; the exchanges stay (another worker
+        of the run declared them and deletes them)."""
+        self._delete(names, exchanges=False)
+
+    def _delete(self, names: list[str], *, exchanges: bool) -> None:
         by_uri: dict[str, list[str]] = {}
         for name in names:
             by_uri.setdefault(self._uri_for(name), []).append(name)
@@ -156,7 +164,8 @@ class Driver:
                 for name in group:
                     for queue in sorted(self._queues.pop(name, ())):
                         channel.queue_delete(queue)
-                    channel.exchange_delete(name)
+                    if exchanges:
+                        channel.exchange_delete(name)
                     self._partitions.pop(name, None)
             except AMQPError as error:
                 log.warning("deleting exchanges failed: %r", error)

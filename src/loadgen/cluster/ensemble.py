@@ -333,15 +333,15 @@ class Ensemble:
 
     # -- teardown --------------------------------------------------------------------------------
     def close(self, *, delete_topics: bool) -> None:
-        """The followers first, then the leader, which deletes the topics if asked; a worker
-        that never answered has nothing to close."""
+        """The followers first (deleting what they created to consume, if the topics go),
+        then the leader, which deletes the topics; a worker that never answered has nothing to
+        close."""
         followers = [c for c in self._clients[1:] if c.answered]
         leader = [self._leader] if self._leader.answered else []
-        for clients, delete in ((followers, False), (leader, delete_topics)):
+        body = {"delete_topics": delete_topics}
+        for clients in (followers, leader):
             self._each(
-                lambda c, delete=delete: c.request(
-                    "POST", "/close", {"delete_topics": delete}, timeout_s=SETUP_TIMEOUT_S
-                ),
+                lambda c: c.request("POST", "/close", body, timeout_s=SETUP_TIMEOUT_S),
                 clients,
                 tolerant=True,
             )

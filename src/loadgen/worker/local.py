@@ -78,6 +78,7 @@ class LocalWorker:
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
         self.topics: list[str] = []
+        self._owns_topics = False
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._consumer_recorders: list[ConsumerRecorder] = []
@@ -95,6 +96,7 @@ class LocalWorker:
         names = list(names) or topic_names(self.driver.topic_name_prefix, count)
         self.driver.create_topics([TopicSpec(name, partitions) for name in names])
         self.topics = names
+        self._owns_topics = True
         return names
 
     def adopt_topics(self, names: list[str], partitions: int) -> None:
@@ -103,6 +105,8 @@ class LocalWorker:
         adopt = getattr(self.driver, "adopt_topics", None)
         if adopt is not None:
             adopt([TopicSpec(name, partitions) for name in names])
+        self.topics = names
+        self._owns_topics = False
 
     def create_consumers(self, subscriptions: Sequence[Subscription]) -> None:
         for topic, subscription in subscriptions:
@@ -224,6 +228,19 @@ class LocalWorker:
         return {"workers": [WORKER_ID], "clockOffsetsMs": {WORKER_ID: 0.0}}
 
     # -- teardown -------------------------------------------------------------------------------
+    def _delete_topics(self) -> None:
+        """The run's topics go: the worker that created them deletes them; one that adopted
+        them deletes only what it created to consume them (a driver's ``delete_subscriptions``:
+        RabbitMQ queues, Pravega reader groups), before the creator deletes the rest."""
+        if self._owns_topics:
+            delete = self.driver.delete_topics
+        else:
+            delete = getattr(self.driver, "delete_subscriptions", lambda names: None)
+        try:
+            delete(self.topics)
+        except Exception as error:
+            log.warning("deleting topics failed: %s", error)
+
     def close(self, *, delete_topics: bool) -> None:
         """Stop everything this worker started; never raises, so a result is never masked."""
         if self._loop is not None:
@@ -236,10 +253,7 @@ class LocalWorker:
         self._producers.clear()
         self._consumers.clear()
         if delete_topics and self.topics:
-            try:
-                self.driver.delete_topics(self.topics)
-            except Exception as error:
-                log.warning("deleting topics failed: %s", error)
+            self._delete_topics()
         try:
             self.driver.close()
         except Exception as error:

@@ -1,9 +1,12 @@
-"""Three `loadgen worker` processes on loopback ports and a coordinator, against tansu.
+"""Runs split over `loadgen worker` processes on loopback ports, against real brokers.
 
-The merged result must be exactly the workers' sum: counts add up, and every percentile equals
-the one computed over the merged raw histograms the workers sent.
+Three workers and a coordinator against tansu: the merged result must be exactly the workers'
+sum — counts add up, and every percentile equals the one computed over the merged raw
+histograms the workers sent. Two local processes (`--processes 2`) on RabbitMQ and Pulsar: the
+consumer worker uses topics the producer worker created, and nothing is left behind.
 """
 
+import json
 import secrets
 
 import pytest
@@ -13,7 +16,9 @@ from loadgen.cluster.placement import Placement
 from loadgen.cluster.spawn import local_workers
 from loadgen.runner import execute
 from loadgen.scenarios.tailing import RunOptions
+from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import END_TO_END, METRICS, PUBLISH, measured_intervals, merge_all
+from loadgen.testing.rabbitmq import rabbitmqctl
 
 pytestmark = pytest.mark.integration
 
@@ -62,3 +67,31 @@ def test_three_workers_merge_into_one_exact_result(three_workers, kafka_spec, ta
     assert result["aggregatedEndToEndLatency99pct"] == hdr.value_at_percentile(e2e, 99) / 1000
     publish = merged_raw.histogram(PUBLISH)
     assert result["aggregatedPublishLatency50pct"] == hdr.value_at_percentile(publish, 50) / 1000
+
+
+def two_process_run(spec, workload):
+    options = RunOptions(duration_s=3, warmup_s=0, stats_interval_s=1)
+    _, result, outcome = execute(workload, None, spec, options, Placement(processes=2))
+    assert not outcome.incomplete, outcome.stop_detail
+    run = result["run"]
+    assert list(run["workerRoles"].values()) == ["producer", "consumer"]
+    assert result["totalMessagesReceived"] == result["totalMessagesSent"] > 3000
+    return outcome
+
+
+def test_two_rabbitmq_processes_share_the_exchanges_and_leave_nothing_behind(
+    rabbitmq_spec, rabbitmq_broker, tailing
+):
+    outcome = two_process_run(rabbitmq_spec, tailing(2000, partitions=4))
+    topic = outcome.topics[0]
+    queues = json.loads(rabbitmqctl(rabbitmq_broker, "list_queues", "name", "--formatter", "json"))
+    exchanges = json.loads(
+        rabbitmqctl(rabbitmq_broker, "list_exchanges", "name", "--formatter", "json")
+    )
+    assert not [q for q in queues if q["name"].startswith(topic)]  # the consumer worker's
+    assert topic not in {e["name"] for e in exchanges}  # the leader's
+
+
+def test_two_pulsar_processes_run_one_partitioned_topic(pulsar_broker, tailing):
+    spec = DriverSpec("Pulsar", "pulsar", pulsar_broker.driver_config, "pulsar-lite")
+    two_process_run(spec, tailing(2000))

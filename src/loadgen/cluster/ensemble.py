@@ -242,9 +242,7 @@ class Ensemble:
         return sum(answer["pending"] for _, answer in answers)
 
     def loop_error(self) -> BaseException | None:
-        for client, answer in self._each(
-            lambda c: c.request("GET", "/counters", timeout_s=COUNTERS_TIMEOUT_S), tolerant=True
-        ):
+        for client, answer in self._counters():
             if answer.get("loopError"):
                 return WorkerError(client.url, f"the producer loop stopped: {answer['loopError']}")
         if self.lost:
@@ -253,11 +251,13 @@ class Ensemble:
         return None
 
     # -- measurement ---------------------------------------------------------------------------
-    def _counter(self, name: str) -> int:
-        answers = self._each(
+    def _counters(self) -> list[tuple[WorkerClient, dict[str, Any]]]:
+        return self._each(
             lambda c: c.request("GET", "/counters", timeout_s=COUNTERS_TIMEOUT_S), tolerant=True
         )
-        return sum(answer[name] for _, answer in answers)
+
+    def _counter(self, name: str) -> int:
+        return sum(answer[name] for _, answer in self._counters())
 
     def sent_so_far(self) -> int:
         return self._counter("sentSoFar")

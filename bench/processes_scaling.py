@@ -1,6 +1,7 @@
 """Scale-out on one host: the same unthrottled run with 1 worker process and with 2.
 
-Usage: python bench/processes_scaling.py [--driver memory|kafka] [--rounds 5] [--seconds 8]
+Usage: python bench/processes_scaling.py [--driver memory|kafka|pulsar] [--rounds 5]
+       [--seconds 8] [--compare processes|pinning]
 
 Runs the real `loadgen run` path (runner.execute, so the coordinator, the HTTP control plane
 and the exact merge are all in it) with ``producerRate`` far above what either can reach, and
@@ -9,6 +10,9 @@ own process; two are `loadgen worker` processes on loopback ports. The memory dr
 topics split by topic (its broker lives in each process); Kafka runs against a local tansu
 broker this script starts, split OMB's way (one producer process, one consumer process). The
 sides alternate round by round; the ratio of each round is 2-process / 1-process msg/s.
+Pulsar runs against a local pulsar-lite (OMB split). ``--compare pinning`` runs 2 processes
+both times instead, unpinned and pinned one CPU each (``--cpus 0,1``); the ratio is pinned /
+unpinned.
 """
 
 from __future__ import annotations
@@ -43,9 +47,18 @@ def workload(driver: str) -> Workload:
     return parse_model(Workload, fields, file="bench")
 
 
-def one_run(spec: DriverSpec, chosen: Workload, processes: int, seconds: float) -> dict:
+SIDES = {
+    "processes": {"1 process": Placement(processes=1), "2 processes": Placement(processes=2)},
+    "pinning": {
+        "2 unpinned": Placement(processes=2),
+        "2 pinned": Placement(processes=2, cpus=(0, 1)),
+    },
+}
+
+
+def one_run(spec: DriverSpec, chosen: Workload, placement: Placement, seconds: float) -> dict:
     options = RunOptions(duration_s=seconds, warmup_s=2, stats_interval_s=1, drain_timeout_s=30)
-    _, result, outcome = execute(chosen, None, spec, options, Placement(processes=processes))
+    _, result, outcome = execute(chosen, None, spec, options, placement)
     measured = measured_intervals(outcome.intervals)
     wall = sum(s.seconds for s in measured)
     return {
@@ -58,7 +71,8 @@ def one_run(spec: DriverSpec, chosen: Workload, processes: int, seconds: float) 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--driver", choices=("memory", "kafka"), default="memory")
+    parser.add_argument("--driver", choices=("memory", "kafka", "pulsar"), default="memory")
+    parser.add_argument("--compare", choices=tuple(SIDES), default="processes")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=8)
     args = parser.parse_args()
@@ -69,22 +83,32 @@ def main() -> None:
             broker = start_tansu()
             stack.callback(broker.stop)
             spec = DriverSpec(name="Kafka", kind="kafka", config=broker.driver_config)
+        elif args.driver == "pulsar":
+            from loadgen.testing.pulsar import start_pulsar_lite
+
+            broker = start_pulsar_lite()
+            stack.callback(broker.stop)
+            spec = DriverSpec(name="Pulsar", kind="pulsar", config=broker.driver_config)
         else:
             spec = DriverSpec(name="Memory", kind="memory")
         chosen = workload(args.driver)
         ratios = []
+        (base_name, base), (other_name, other) = SIDES[args.compare].items()
         for round_number in range(1, args.rounds + 1):
-            rows = {n: one_run(spec, chosen, n, args.seconds) for n in (1, 2)}
-            ratio = rows[2]["sent"] / rows[1]["sent"]
+            rows = {
+                base_name: one_run(spec, chosen, base, args.seconds),
+                other_name: one_run(spec, chosen, other, args.seconds),
+            }
+            ratio = rows[other_name]["sent"] / rows[base_name]["sent"]
             ratios.append(ratio)
-            for n, row in rows.items():
+            for name, row in rows.items():
                 print(
-                    f"round {round_number} {n} process{'es' if n > 1 else '  '} sent "
-                    f"{row['sent']:>10,.0f} msg/s  received {row['received']:>10,.0f} msg/s  "
-                    f"e2e p99 {row['e2e_p99_ms']:>9.1f} ms  complete {row['complete']}"
+                    f"round {round_number} {name:12} sent {row['sent']:>10,.0f} msg/s  received "
+                    f"{row['received']:>10,.0f} msg/s  e2e p99 {row['e2e_p99_ms']:>9.1f} ms  "
+                    f"complete {row['complete']}"
                 )
-            print(f"round {round_number} ratio 2/1 sent {ratio:.2f}")
-        print(f"median ratio 2/1 sent {statistics.median(ratios):.2f} over {args.rounds} rounds")
+            print(f"round {round_number} ratio {other_name} / {base_name} sent {ratio:.2f}")
+        print(f"median ratio sent {statistics.median(ratios):.2f} over {args.rounds} rounds")
 
 
 if __name__ == "__main__":

@@ -217,6 +217,7 @@ def run(
         processes=processes or (len(pinned) if pinned is not None else cores()),
         split=split,
         token=token,
+        cpus=() if pinned is None else tuple(sorted(pinned)),
     )
     loaded = [(path, load_workload(path, lenient=lenient)) for path in workloads]
     specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
@@ -525,9 +526,14 @@ def brokers(action: str, kind: str, port: int | None) -> None:
     show_default=True,
     help="Largest request body accepted (the payload pool travels in one).",
 )
+@click.option("--cpus", default=None, help="Pin the worker to these CPUs (1, 0,2 or 0-3; Linux).")
 @click.option("--exit-with-stdin", is_flag=True, hidden=True)
-def worker(bind: str, token: str | None, max_body_mb: int, exit_with_stdin: bool) -> None:
+def worker(
+    bind: str, token: str | None, max_body_mb: int, cpus: str | None, exit_with_stdin: bool
+) -> None:
     """Serve runs for a coordinator (`loadgen run --workers URL,...`) until stopped."""
+    if cpus is not None:
+        pin(usable_cpus(cpus))  # before any driver exists: its threads inherit it
 
     def announce(url: str) -> None:
         click.echo(f"{ANNOUNCEMENT}{url}")

@@ -164,6 +164,20 @@ def test_processes_split_topics_and_the_result_adds_up(two_topics, tmp_path):
     assert run["e2eClockSkewBoundMs"] == 0.0  # each topic's producer and consumer share a worker
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable CPUs")
+def test_with_cpus_each_local_worker_process_is_pinned_to_one(two_topics, tmp_path):
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    done = loadgen(
+        "run", "-d", MEMORY, two_topics, "--processes", "2", "--cpus", f"{cpus[0]},{cpus[1]}",
+        "--duration", "1s", "--stats-interval", "1s", "--quiet", "--no-report", "-o", tmp_path,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [result] = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    pinned = [result["run"]["workerCpuAffinity"][url] for url in result["run"]["workers"]]
+    assert pinned == [[cpus[0]], [cpus[1]]]
+
+
 def test_a_worker_lost_mid_run_ends_the_run_with_a_partial_result(workers, two_topics, tmp_path):
     (first, _), (second, doomed) = workers(2)
     command = [sys.executable, "-m", "loadgen", "run", "-d", MEMORY, two_topics, "--workers"]

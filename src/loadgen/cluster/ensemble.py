@@ -56,6 +56,7 @@ class Ensemble:
         self._assignments = [Assignment() for _ in self._clients]
         self._totals = {client.url: Totals() for client in self._clients}
         self._offsets: dict[str, ClockOffset] = {}
+        self._affinity: dict[str, list[int] | None] = {}
         self.lost: dict[str, str] = {}
         """Workers that stopped answering, with what was seen."""
         self._interrupted = False
@@ -143,6 +144,7 @@ class Ensemble:
         has the driver open with its broker reachable."""
         healths = self._each(lambda c: c.first_contact())
         for client, health in healths:
+            self._affinity[client.url] = health.get("cpuAffinity")
             if health.get("protocol") != wire.PROTOCOL:
                 raise ConfigError(
                     f"worker {client.url} speaks protocol {health.get('protocol')} "
@@ -310,6 +312,7 @@ class Ensemble:
             "split": self._rule,
             "workerRoles": roles,
             "workerTotals": {url: wire.totals_to_json(t) for url, t in self._totals.items()},
+            "workerCpuAffinity": dict(self._affinity),
             "lostWorkers": dict(self.lost),
         }
 

@@ -58,6 +58,8 @@ class Placement:
     processes: int = 1
     split: str | None = None
     token: str | None = field(default=None, repr=False)
+    cpus: tuple[int, ...] = ()
+    """``--cpus``: local worker process ``i`` is pinned to ``cpus[i % len(cpus)]``."""
 
     def rule(self, spec: DriverSpec) -> str:
         process_local = getattr(load_driver_class(spec), "process_local", False)
@@ -80,7 +82,12 @@ class Placement:
 
     def describe(self) -> dict[str, object]:
         """What goes into the result's run options (never the token)."""
-        return {"workers": list(self.workers), "processes": self.processes, "split": self.split}
+        return {
+            "workers": list(self.workers),
+            "processes": self.processes,
+            "split": self.split,
+            "cpus": list(self.cpus),
+        }
 
 
 @contextlib.contextmanager
@@ -98,7 +105,7 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
         return
     token = secrets.token_urlsafe(24)
     with (
-        local_workers(processes, token) as spawned,
+        local_workers(processes, token, placement.cpus) as spawned,
         _ensemble(spawned.urls, spec, rule, token) as ensemble,
     ):
         yield ensemble

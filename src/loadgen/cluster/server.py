@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 import loadgen
 from loadgen.cluster import wire
 from loadgen.cluster.service import WorkerService
+from loadgen.cpus import available_cpus
 from loadgen.errors import ConfigError, LoadgenError
 
 log = logging.getLogger("loadgen.cluster.worker")
@@ -135,8 +136,14 @@ class _Routes:
         return web.json_response({"receivedNs": received, "repliedNs": time.time_ns()})
 
     async def health(self, request: web.Request) -> web.Response:
+        cpus = available_cpus()
         return web.json_response(
-            {"loadgen": loadgen.__version__, "protocol": wire.PROTOCOL, "busy": self.service.busy}
+            {
+                "loadgen": loadgen.__version__,
+                "protocol": wire.PROTOCOL,
+                "busy": self.service.busy,
+                "cpuAffinity": None if cpus is None else sorted(cpus),
+            }
         )
 
 

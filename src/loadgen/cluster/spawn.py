@@ -15,7 +15,7 @@ import selectors
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from loadgen.errors import WorkerError
@@ -55,15 +55,16 @@ def announced_url(process: subprocess.Popen, deadline: float, name: str) -> str:
     raise WorkerError(name, detail, exit_code=1)
 
 
-def start_worker_process(token: str | None) -> subprocess.Popen:
-    """``loadgen worker`` on a free loopback port, ended by closing its stdin; read its URL
-    with :func:`announced_url`."""
+def start_worker_process(token: str | None, cpu: int | None = None) -> subprocess.Popen:
+    """``loadgen worker`` on a free loopback port (pinned to ``cpu`` if given), ended by
+    closing its stdin; read its URL with :func:`announced_url`."""
     env = {key: value for key, value in os.environ.items() if key != TOKEN_ENV}
     if token:
         env[TOKEN_ENV] = token
     command = [sys.executable, "-m", "loadgen", *_verbosity(), "worker"]
+    pinning = [] if cpu is None else ["--cpus", str(cpu)]
     return subprocess.Popen(
-        [*command, "--bind", "127.0.0.1:0", "--exit-with-stdin"],
+        [*command, "--bind", "127.0.0.1:0", "--exit-with-stdin", *pinning],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
@@ -80,13 +81,14 @@ class Spawned:
 
 
 @contextlib.contextmanager
-def local_workers(count: int, token: str) -> Iterator[Spawned]:
-    """Start ``count`` workers; yield their URLs; stop them (by closing stdin) at the end."""
+def local_workers(count: int, token: str, cpus: Sequence[int] = ()) -> Iterator[Spawned]:
+    """Start ``count`` workers (worker ``i`` pinned to ``cpus[i % len(cpus)]`` when given);
+    yield their URLs; stop them (by closing stdin) at the end."""
     processes: list[subprocess.Popen] = []
     spawned = Spawned([])
     try:
-        for _ in range(count):
-            processes.append(start_worker_process(token))
+        for index in range(count):
+            processes.append(start_worker_process(token, cpus[index % len(cpus)] if cpus else None))
         deadline = time.monotonic() + START_TIMEOUT_S
         spawned.urls = [
             announced_url(process, deadline, f"local process {index}")

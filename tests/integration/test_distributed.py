@@ -71,7 +71,7 @@ def test_three_workers_merge_into_one_exact_result(three_workers, kafka_spec, ta
 
 def two_process_run(spec, workload):
     # a 30-s drain: once, with a second test suite running on the same 2 cores, one Pulsar
-    # message had not arrived after the default 10 s (not seen again in 28 runs)
+    # message had not arrived after the default 10 s (not seen again in 27 runs)
     options = RunOptions(duration_s=3, warmup_s=0, stats_interval_s=1, drain_timeout_s=30)
     _, result, outcome = execute(workload, None, spec, options, Placement(processes=2))
     assert not outcome.incomplete, outcome.stop_detail

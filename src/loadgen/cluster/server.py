@@ -81,6 +81,11 @@ def _error(status: int, kind: str, message: str, exit_code: int) -> web.Response
     return web.json_response(body, status=status)
 
 
+def _refused(error: LoadgenError) -> web.Response:
+    """A loadgen error the worker hit doing what was asked, with the exit code it deserves."""
+    return _error(422, type(error).__name__, str(error), error.exit_code)
+
+
 def _authenticate(token: str | None) -> Callable:
     expected = f"Bearer {token}".encode() if token else None
 
@@ -115,7 +120,7 @@ class _Routes:
             try:
                 answer = await loop.run_in_executor(self.executor, method, *args)
             except LoadgenError as error:
-                return _error(422, type(error).__name__, str(error), error.exit_code)
+                return _refused(error)
             except Exception as error:
                 log.exception("request %s failed", request.path)
                 return _error(500, type(error).__name__, str(error) or repr(error), 1)
@@ -129,7 +134,7 @@ class _Routes:
         try:
             return web.json_response(self.service.counters())
         except LoadgenError as error:
-            return _error(422, type(error).__name__, str(error), error.exit_code)
+            return _refused(error)
 
     async def clock(self, request: web.Request) -> web.Response:
         received = time.time_ns()

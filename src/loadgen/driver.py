@@ -9,7 +9,8 @@ Per-message cost is the budget: ``Producer.send`` is non-blocking and calls ``on
 per message from the client's own delivery path (no future or coroutine per message).
 The send timestamp is the driver's business: it stamps the wall-clock time (``time.time_ns()``)
 when it hands a message to the client, carries it however its broker allows, and passes it
-back to ``on_message`` on the consumer side. Each driver documents where it carries it.
+back to ``on_message`` on the consumer side, with the message id and intended send time the
+engine gave ``send``. Each driver documents where it carries them.
 """
 
 from __future__ import annotations
@@ -31,8 +32,17 @@ broker acknowledged the message. A driver may pass its client's own extra argume
 (confluent-kafka calls ``on_delivery(err, msg)``), so it can hand ``on_done`` to the client as it
 is, with no wrapper allocated per message; the engine ignores them."""
 
-OnMessage = Callable[[bytes, int], None]
-"""Called once per received message with the payload and its send time (epoch ns)."""
+OnMessage = Callable[[bytes, int, int, int, int], None]
+"""Called once per received message as ``on_message(payload, sent_ns, message_id, intended_ns,
+partition)``: the payload, its send time (epoch ns), the ``message_id`` and ``intended_ns`` the
+producer was given in :meth:`Producer.send` (:data:`NO_MESSAGE_ID` and :data:`NO_SEND_TIME_NS` for
+a message that carries none), and the index of the partition it was read from (-1 when the
+client cannot tell). The engine's loss, duplicate and reorder accounting and its
+coordinated-omission-corrected end-to-end latency rest on these."""
+
+NO_MESSAGE_ID = -1
+"""The ``message_id`` of a message that carries none (readiness probes, messages written by
+something else): it is counted as received but stays out of the loss/duplicate accounting."""
 
 NO_SEND_TIME_NS = 2**63 - 1
 """The send time to pass for a message that carries none (Pravega without
@@ -48,8 +58,16 @@ class TopicSpec:
 
 @runtime_checkable
 class Producer(Protocol):
-    def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
-        """Hand one message to the client without blocking; ``on_done`` reports its fate."""
+    def send(
+        self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
+    ) -> None:
+        """Hand one message to the client without blocking; ``on_done`` reports its fate.
+
+        ``message_id`` (a non-negative int64: producer number and sequence, opaque to the driver,
+        or :data:`NO_MESSAGE_ID`) and ``intended_ns`` (when the schedule meant the message to go,
+        epoch ns) travel with the message beside the send time, and come back to the consumer's
+        ``on_message`` unchanged.
+        """
 
     def poll(self, timeout_s: float = 0.0) -> None:
         """Run pending delivery callbacks; with ``timeout_s`` > 0, block until one ran or the

@@ -20,6 +20,7 @@ from loadgen.cluster.split import SPLITS
 from loadgen.cpus import pin, usable_cpus
 from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
 from loadgen.pipeline.commands import pipeline
+from loadgen.report.console import delivery_warning
 from loadgen.report.display import display_for
 from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
@@ -296,6 +297,9 @@ def _run_and_show(
             raise
         measured = measured_intervals(report.outcome.intervals)
         display.finish(merge_all(measured) if measured else None, str(report.path))
+    warning = delivery_warning(report.result)
+    if warning is not None:
+        click.echo(warning, err=True)
     _files_written(str(report.path), output)
 
 

@@ -27,6 +27,8 @@ class ProducerSample:
     publish: array
     publish_delay: array
     publish_from_intended: array
+    acked: array
+    """The message ids the broker acknowledged."""
     errors: int
 
 
@@ -35,31 +37,49 @@ class ConsumerSample:
     """What one consumer recorder captured since the previous ``take()``."""
 
     end_to_end: array
+    deliveries: array
+    """Flat ``(e2e from intended, message id, partition)`` triples in arrival order."""
     received_bytes: int
 
 
 class ProducerRecorder:
-    """Publish latency (ack − send), publish delay (send − intended) and ack − intended."""
+    """Publish latency (ack − send), publish delay (send − intended), ack − intended and the
+    ids acknowledged (which tell a lost message from one whose send failed)."""
 
-    __slots__ = ("_errors_taken", "errors", "publish", "publish_delay", "publish_from_intended")
+    __slots__ = (
+        "_errors_taken",
+        "acked",
+        "errors",
+        "publish",
+        "publish_delay",
+        "publish_from_intended",
+    )
 
     def __init__(self) -> None:
         self.publish = array("q")
         self.publish_delay = array("q")
         self.publish_from_intended = array("q")
+        self.acked = array("q")
         self.errors = 0
         self._errors_taken = 0
 
     def on_done(
-        self, intended_ns: int, sent_ns: int, error: BaseException | None, *_: object
+        self,
+        message_id: int,
+        intended_ns: int,
+        sent_ns: int,
+        error: BaseException | None,
+        *_: object,
     ) -> None:
-        """Delivery callback, bound per message: ``partial(on_done, intended, sent)``."""
+        """Delivery callback, bound per message: ``partial(on_done, message_id, intended, sent)``
+        (``intended`` and ``sent`` on the ``perf_counter_ns`` clock)."""
         now = perf_counter_ns()
         if error is None:
             latency = now - sent_ns
             self.publish.append(latency)
             corrected = now - intended_ns
             self.publish_from_intended.append(corrected)
+            self.acked.append(message_id)
         else:
             self.errors += 1
 
@@ -67,29 +87,42 @@ class ProducerRecorder:
         publish, self.publish = self.publish, array("q")
         delay, self.publish_delay = self.publish_delay, array("q")
         corrected, self.publish_from_intended = self.publish_from_intended, array("q")
+        acked, self.acked = self.acked, array("q")
         errors_now = self.errors
         errors, self._errors_taken = errors_now - self._errors_taken, errors_now
-        return ProducerSample(publish, delay, corrected, errors)
+        return ProducerSample(publish, delay, corrected, acked, errors)
 
 
 class ConsumerRecorder:
-    """End-to-end latency (receive wall clock − send wall clock) and bytes received."""
+    """End-to-end latency (receive wall clock − send wall clock), bytes received, and per
+    delivery the latency from the intended send time, the message id and the partition.
 
-    __slots__ = ("_bytes_taken", "bytes_total", "end_to_end")
+    Those three go in with one ``extend`` of a tuple, which runs no bytecode and so cannot be
+    split by ``take()``: id and partition of a delivery always land in the same interval.
+    """
+
+    __slots__ = ("_bytes_taken", "bytes_total", "deliveries", "end_to_end")
 
     def __init__(self) -> None:
         self.end_to_end = array("q")
+        self.deliveries = array("q")
         self.bytes_total = 0
         self._bytes_taken = 0
 
-    def on_message(self, payload: bytes, sent_ns: int, *_: object) -> None:
+    def on_message(
+        self, payload: bytes, sent_ns: int, message_id: int, intended_ns: int, partition: int
+    ) -> None:
         """Consumer callback, handed to ``Driver.create_consumer`` as it is."""
-        latency = time_ns() - sent_ns
+        now = time_ns()
+        latency = now - sent_ns
         self.end_to_end.append(latency)
+        row = (now - intended_ns, message_id, partition)
+        self.deliveries.extend(row)
         self.bytes_total += len(payload)
 
     def take(self) -> ConsumerSample:
         e2e, self.end_to_end = self.end_to_end, array("q")
+        deliveries, self.deliveries = self.deliveries, array("q")
         total = self.bytes_total
         received_bytes, self._bytes_taken = total - self._bytes_taken, total
-        return ConsumerSample(e2e, received_bytes)
+        return ConsumerSample(e2e, deliveries, received_bytes)

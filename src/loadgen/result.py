@@ -15,6 +15,7 @@ from loadgen import hdr
 from loadgen.results.files import write_json_atomic
 from loadgen.stats import (
     END_TO_END,
+    END_TO_END_FROM_INTENDED,
     PUBLISH,
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
@@ -83,6 +84,18 @@ class Result:
     publish_delay: Latency
     publish_from_intended: Latency
     e2e: Latency
+    e2e_from_intended: Latency
+    """Receive time − intended send time: the end-to-end latency corrected for coordinated
+    omission (a stalled producer shows here, not in ``e2e``)."""
+    duplicates: int | None
+    """Messages a subscription received more than once (``None``: the run could not account,
+    its messages carried no ids)."""
+    lost: int | None
+    """Messages the broker acknowledged that a subscription never received (``None`` also when
+    the run ended before its drain)."""
+    out_of_order: int | None
+    """Deliveries with a lower sequence than one already delivered on their (consumer, producer,
+    partition) stream."""
     incomplete: bool
     stop_reason: str | None
     phase_seconds: dict[str, float]
@@ -90,7 +103,13 @@ class Result:
 
     @property
     def latencies(self) -> tuple[Latency, ...]:
-        return (self.publish, self.publish_delay, self.publish_from_intended, self.e2e)
+        return (
+            self.publish,
+            self.publish_delay,
+            self.publish_from_intended,
+            self.e2e,
+            self.e2e_from_intended,
+        )
 
     def save(self, path: str | Path) -> Path:
         """Write the result JSON (the same document ``loadgen run`` writes) to ``path``."""
@@ -103,7 +122,8 @@ class Result:
         header = "".join(f"{'p' + format(p, 'g'):>10}" for p in TABLE_PERCENTILES)
         lines = [
             f"{self.workload} on {self.driver}: sent {self.sent:,}, received {self.received:,}, "
-            f"errors {self.errors:,}, missing {self.missing:,}",
+            f"errors {self.errors:,}, missing {self.missing:,}, lost {_count(self.lost)}, "
+            f"duplicated {_count(self.duplicates)}, out of order {_count(self.out_of_order)}",
             f"publish rate {self.publish_rate:,.0f} msg/s, consume rate "
             f"{self.consume_rate:,.0f} msg/s over {self.measured_seconds:.1f} s"
             + (f" (incomplete: {self.stop_reason})" if self.incomplete else ""),
@@ -113,6 +133,10 @@ class Result:
             values = "".join(f"{latency.percentile(p):>10.3f}" for p in TABLE_PERCENTILES)
             lines.append(f"{latency.name:<24}{values}{latency.max_ms:>10.3f}{latency.count:>10}")
         return "\n".join(lines)
+
+
+def _count(value: int | None) -> str:
+    return "n/a" if value is None else f"{value:,}"
 
 
 def build_result(
@@ -146,6 +170,10 @@ def build_result(
         publish_delay=latency("publish delay", PUBLISH_DELAY),
         publish_from_intended=latency("publish from intended", PUBLISH_FROM_INTENDED),
         e2e=latency("end-to-end", END_TO_END),
+        e2e_from_intended=latency("e2e from intended", END_TO_END_FROM_INTENDED),
+        duplicates=document.get("totalDuplicates"),
+        lost=document.get("totalLost"),
+        out_of_order=document.get("totalOutOfOrder"),
         incomplete=document["incomplete"],
         stop_reason=document.get("stopReason"),
         phase_seconds=dict(phase_seconds),

@@ -2,7 +2,8 @@
 
 ``assert_slo(result, e2e_p99_ms=5, min_rate=9_900)`` raises an AssertionError that lists every
 missed limit and then the run's percentile table, so a failing test says what happened without
-a debugger. Errors and missing messages fail by default: a latency from a lossy run is no pass.
+a debugger. Errors, missing, lost and duplicated messages fail by default: a latency from a
+lossy run is no pass (a run that could not account, ``lost is None``, is judged on missing only).
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ def assert_slo(
     publish_p99_ms: float | None = None,
     publish_p999_ms: float | None = None,
     publish_from_intended_p99_ms: float | None = None,
+    e2e_from_intended_p99_ms: float | None = None,
     min_rate: float | None = None,
     max_errors: int = 0,
     max_missing: int = 0,
+    max_lost: int = 0,
+    max_duplicates: int = 0,
 ) -> None:
     """Fail with every missed limit and the percentile table; pass silently otherwise."""
     __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
@@ -41,6 +45,7 @@ def assert_slo(
             result.publish_from_intended,
             99,
         ),
+        ("e2e from intended p99", e2e_from_intended_p99_ms, result.e2e_from_intended, 99),
     ]
     missed = []
     for label, limit, latency, percentile in ceilings:
@@ -58,6 +63,10 @@ def assert_slo(
         missed.append(f"{result.errors:,} send errors > {max_errors:,} allowed")
     if result.missing > max_missing:
         missed.append(f"{result.missing:,} messages never received > {max_missing:,} allowed")
+    if result.lost is not None and result.lost > max_lost:
+        missed.append(f"{result.lost:,} messages lost > {max_lost:,} allowed")
+    if result.duplicates is not None and result.duplicates > max_duplicates:
+        missed.append(f"{result.duplicates:,} messages duplicated > {max_duplicates:,} allowed")
     if result.incomplete:
         missed.append(f"the run did not complete: {result.stop_reason}")
     if missed:

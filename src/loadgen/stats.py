@@ -15,7 +15,8 @@ PUBLISH = "publish"
 PUBLISH_DELAY = "publishDelay"
 PUBLISH_FROM_INTENDED = "publishFromIntended"
 END_TO_END = "endToEnd"
-METRICS = (PUBLISH, PUBLISH_DELAY, PUBLISH_FROM_INTENDED, END_TO_END)
+END_TO_END_FROM_INTENDED = "endToEndFromIntended"
+METRICS = (PUBLISH, PUBLISH_DELAY, PUBLISH_FROM_INTENDED, END_TO_END, END_TO_END_FROM_INTENDED)
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class IntervalStats:
     the result's totals but excluded from the aggregated latencies and per-period lists.
     ``negative_e2e`` counts deliveries whose receive time was before the send time (clock skew):
     they are counted here rather than silently dropped, and are not in the histogram.
+    ``duplicates`` and ``out_of_order`` are what :mod:`loadgen.accounting` found in the interval
+    (duplicates within one worker; those across workers show only in the run's totals).
     """
 
     start_ms: int
@@ -36,6 +39,8 @@ class IntervalStats:
     received: int = 0
     bytes_received: int = 0
     negative_e2e: int = 0
+    duplicates: int = 0
+    out_of_order: int = 0
     warmup: bool = False
     histograms: Mapping[str, hdr.Histogram] = field(default_factory=dict)
 
@@ -80,6 +85,8 @@ def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
         received=sum(s.received for s in items),
         bytes_received=sum(s.bytes_received for s in items),
         negative_e2e=sum(s.negative_e2e for s in items),
+        duplicates=sum(s.duplicates for s in items),
+        out_of_order=sum(s.out_of_order for s in items),
         warmup=all(s.warmup for s in items),
         histograms=histograms,
     )

@@ -12,5 +12,5 @@ def test_interval_line_shows_rates_backlog_errors_and_percentiles_in_ms(make_int
 
 def test_aggregate_has_a_line_per_latency(make_interval):
     text = format_aggregate(make_interval())
-    assert len(text.splitlines()) == 4
+    assert len(text.splitlines()) == 5
     assert "Aggregated end-to-end" in text and "4.000" in text

@@ -19,11 +19,13 @@ def wait_for(condition, timeout=5.0):
 class Inbox:
     def __init__(self):
         self.messages = []
+        self.deliveries = []
         self.lock = threading.Lock()
 
-    def __call__(self, payload, sent_ns):
+    def __call__(self, payload, sent_ns, message_id, intended_ns, partition):
         with self.lock:
             self.messages.append((payload, sent_ns))
+            self.deliveries.append((message_id, intended_ns, partition))
 
 
 @pytest.fixture
@@ -41,12 +43,19 @@ def test_every_subscription_receives_every_message(driver):
     acks = []
     for i in range(1000):
         producer.send(
-            None if i % 2 else b"k%d" % i, b"%d" % i, lambda error, *_: acks.append(error)
+            None if i % 2 else b"k%d" % i,
+            b"%d" % i,
+            lambda error, *_: acks.append(error),
+            i,
+            1000 + i,
         )
     wait_for(lambda: len(first.messages) == 1000 and len(second.messages) == 1000)
     assert acks == [None] * 1000
     assert sorted(p for p, _ in first.messages) == sorted(b"%d" % i for i in range(1000))
     assert all(0 < time.time_ns() - sent < 10**10 for _, sent in first.messages)
+    # id and intended time come back unchanged, with the partition the message was read from
+    assert sorted((m, t) for m, t, _ in first.deliveries) == [(i, 1000 + i) for i in range(1000)]
+    assert {p for _, _, p in first.deliveries} == {0, 1, 2, 3}
     for consumer in consumers:
         consumer.close()
 
@@ -59,7 +68,7 @@ def test_consumers_of_one_subscription_split_the_partitions(driver):
     ]
     producer = driver.create_producer("t")
     for i in range(400):
-        producer.send(None, b"%d" % i, lambda *_: None)
+        producer.send(None, b"%d" % i, lambda *_: None, i, 0)
     wait_for(lambda: len(left.messages) + len(right.messages) == 400)
     assert len(left.messages) == 200 and len(right.messages) == 200
     for consumer in consumers:
@@ -71,8 +80,8 @@ def test_paused_consumer_receives_nothing_until_resumed(driver):
     consumer = driver.create_consumer("t", "s", inbox)
     consumer.pause()
     producer = driver.create_producer("t")
-    for _ in range(10):
-        producer.send(None, b"x", lambda *_: None)
+    for i in range(10):
+        producer.send(None, b"x", lambda *_: None, i, 0)
     time.sleep(0.05)
     assert inbox.messages == []
     consumer.resume()
@@ -84,8 +93,8 @@ def test_consumed_entries_are_trimmed_so_memory_stays_bounded(driver):
     inbox = Inbox()
     consumer = driver.create_consumer("t", "s", inbox)
     producer = driver.create_producer("t")
-    for _ in range(300_000):
-        producer.send(None, b"x", lambda *_: None)
+    for i in range(300_000):
+        producer.send(None, b"x", lambda *_: None, i, 0)
     wait_for(lambda: len(inbox.messages) == 300_000, timeout=20)
     retained = sum(len(p) for p in driver._topics["t"].partitions)
     assert retained < 300_000

@@ -18,6 +18,7 @@ def run_loop(rate, seconds, keys=None, producers=2):
         keys,
         rate,
         recorder,
+        [i << 40 for i in range(producers)],
     )
     loop.start()
     time.sleep(seconds)
@@ -59,7 +60,7 @@ class LateAcks:
         self.pending = []
         self.waits = []
 
-    def send(self, key, payload, on_done):
+    def send(self, key, payload, on_done, message_id, intended_ns):
         self.pending.append((time.perf_counter_ns() + self.ACK_AFTER_NS, on_done))
 
     def poll(self, timeout_s=0.0):
@@ -86,7 +87,7 @@ class LateAcks:
 def test_the_loop_waits_inside_poll_so_acks_are_timed_when_they_arrive():
     producer = LateAcks()
     recorder = ProducerRecorder()
-    loop = ProducerLoop([producer], [b"x"], None, 200, recorder)  # one send every 5 ms
+    loop = ProducerLoop([producer], [b"x"], None, 200, recorder, [0])  # one send every 5 ms
     loop.start()
     time.sleep(0.5)
     loop.stop()
@@ -101,7 +102,9 @@ def test_the_loop_waits_inside_poll_so_acks_are_timed_when_they_arrive():
 def test_the_heap_is_frozen_while_the_loop_sends_and_thawed_after_it_stops():
     driver = Driver.from_config(DriverSpec(name="mem", kind="memory"))
     driver.create_topics([TopicSpec("t", 1)])
-    loop = ProducerLoop([driver.create_producer("t")], [b"x"], None, 1000, ProducerRecorder())
+    loop = ProducerLoop(
+        [driver.create_producer("t")], [b"x"], None, 1000, ProducerRecorder(), [0]
+    )
     assert gc.get_freeze_count() == 0
     loop.start()
     time.sleep(0.1)

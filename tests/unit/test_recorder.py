@@ -7,21 +7,25 @@ from loadgen.recorder import ConsumerRecorder, ProducerRecorder
 def test_producer_recorder_measures_from_send_and_from_intended_time():
     recorder = ProducerRecorder()
     now = time.perf_counter_ns()
-    recorder.on_done(now - 5_000_000, now - 1_000_000, None, "client extra arg")
-    recorder.on_done(now, now, RuntimeError("nack"))
+    recorder.on_done(7, now - 5_000_000, now - 1_000_000, None, "client extra arg")
+    recorder.on_done(8, now, now, RuntimeError("nack"))
     sample = recorder.take()
     assert len(sample.publish) == 1 and sample.publish[0] >= 1_000_000
     assert sample.publish_from_intended[0] >= 5_000_000
+    assert list(sample.acked) == [7]  # the failed send is an error, not an acknowledged id
     assert sample.errors == 1
     assert recorder.take().errors == 0  # errors are reported once
 
 
 def test_consumer_recorder_counts_bytes_once_per_take():
     recorder = ConsumerRecorder()
-    recorder.on_message(b"x" * 100, time.time_ns() - 2_000_000)
+    now = time.time_ns()
+    recorder.on_message(b"x" * 100, now - 2_000_000, 42, now - 5_000_000, 3)
     first = recorder.take()
     assert first.received_bytes == 100
     assert first.end_to_end[0] >= 2_000_000
+    from_intended, message_id, partition = first.deliveries
+    assert from_intended >= 5_000_000 and (message_id, partition) == (42, 3)
     assert recorder.take().received_bytes == 0
 
 
@@ -32,13 +36,13 @@ def test_take_while_writers_append_loses_and_duplicates_nothing():
     done = threading.Event()
 
     def write():
-        for _ in range(per_writer):
-            recorder.on_message(b"p", 0)
+        for i in range(per_writer):
+            recorder.on_message(b"p", 0, i, 0, i % 7)
 
     def read():
         while not done.is_set():
-            taken.append(len(recorder.take().end_to_end))
-        taken.append(len(recorder.take().end_to_end))
+            taken.append(recorder.take())
+        taken.append(recorder.take())
 
     reader = threading.Thread(target=read)
     threads = [threading.Thread(target=write) for _ in range(writers)]
@@ -49,5 +53,11 @@ def test_take_while_writers_append_loses_and_duplicates_nothing():
         thread.join()
     done.set()
     reader.join()
-    assert sum(taken) == per_writer * writers
-    assert len([n for n in taken if n]) > 1  # the reader really swapped mid-stream
+    assert sum(len(sample.end_to_end) for sample in taken) == per_writer * writers
+    assert len([s for s in taken if s.end_to_end]) > 1  # the reader really swapped mid-stream
+    rows = [list(s.deliveries) for s in taken]
+    assert all(len(r) % 3 == 0 for r in rows)  # no delivery split over two takes
+    ids = [i for r in rows for i in r[1::3]]
+    partitions = [p for r in rows for p in r[2::3]]
+    assert len(ids) == per_writer * writers
+    assert all(p == i % 7 for i, p in zip(ids, partitions, strict=True))

@@ -5,7 +5,7 @@ import time
 from drivers.memory import Driver
 from loadgen.driver import NO_SEND_TIME_NS
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import END_TO_END
+from loadgen.stats import END_TO_END, END_TO_END_FROM_INTENDED
 from loadgen.worker.local import LocalWorker
 
 
@@ -15,11 +15,13 @@ def test_unstamped_messages_count_as_received_but_neither_as_latency_nor_as_skew
     worker.create_consumers([(topic, "sub")])
     recorder = worker._consumer_recorders[0]  # the callback the driver would call
     now = time.time_ns()
-    recorder.on_message(b"x", now - 2_000_000)  # 2 ms ago
-    recorder.on_message(b"x", now + 60_000_000_000)  # a producer clock a minute ahead
-    recorder.on_message(b"x", NO_SEND_TIME_NS)
+    recorder.on_message(b"x", now - 2_000_000, 0, now - 3_000_000, 0)  # 2 ms ago
+    # a producer clock a minute ahead
+    recorder.on_message(b"x", now + 60_000_000_000, 1, now + 60_000_000_000, 0)
+    recorder.on_message(b"x", NO_SEND_TIME_NS, 2, NO_SEND_TIME_NS, 0)
     stats = worker.snapshot(0, 1000, warmup=False)
     worker.close(delete_topics=True)
     assert stats.received == 3
     assert stats.negative_e2e == 1
     assert stats.histogram(END_TO_END).total == 1
+    assert stats.histogram(END_TO_END_FROM_INTENDED).total == 1

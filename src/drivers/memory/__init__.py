@@ -1,12 +1,22 @@
 """The in-process broker: the ceiling of the harness and the engine's test double.
 
-Topics are lists of partitions; each partition is a list of ``(payload, send_ns)``. A
+Topics are lists of partitions; each partition is a list of
+``(payload, send_ns, message_id, intended_ns)``: the send timestamp, message id and intended
+send time travel beside the payload, and consumers get the partition index back with them. A
 subscription keeps one cursor per partition and every subscription sees every message; the
 consumers of one subscription split its partitions (partition ``p`` goes to consumer
 ``p % n``). Sends are acknowledged at once, on the sender's thread. Consumer threads poll every
 ``pollIntervalMs`` when idle, so end-to-end latency here is mostly that interval. A topic with no
 subscription keeps nothing; consumed entries are trimmed so memory stays bounded while consumers
-keep up. The send timestamp travels beside the payload in the partition entry.
+keep up.
+
+For tests of the engine's accounting the broker can misbehave on purpose (driver YAML keys, all
+off by default, counted per producer over messages that carry an id, so probes pass untouched):
+``dropEvery: N`` acknowledges every N-th message but never stores it (lost), ``duplicateEvery: N``
+stores every N-th twice, ``swapEvery: N`` stores every N-th after the message that follows it
+(in that one's partition: one out-of-order delivery per swap), and ``stallMs: X`` with
+``stallAfter: M`` blocks the send after the first M messages for X ms, once (a stalled client,
+for coordinated-omission checks).
 """
 
 from __future__ import annotations
@@ -17,7 +27,7 @@ from time import sleep, time_ns
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loadgen.driver import OnDone, OnMessage, TopicSpec
+from loadgen.driver import NO_MESSAGE_ID, OnDone, OnMessage, TopicSpec
 from loadgen.errors import DriverError
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
@@ -30,11 +40,24 @@ class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     poll_interval_ms: float = Field(default=0.5, alias="pollIntervalMs", gt=0, le=1000)
+    drop_every: int | None = Field(default=None, alias="dropEvery", ge=1)
+    duplicate_every: int | None = Field(default=None, alias="duplicateEvery", ge=1)
+    swap_every: int | None = Field(default=None, alias="swapEvery", ge=2)
+    stall_ms: float = Field(default=0.0, alias="stallMs", ge=0, le=600_000)
+    stall_after: int = Field(default=0, alias="stallAfter", ge=0)
+
+
+Entry = tuple[bytes, int, int, int]
+"""``(payload, send_ns, message_id, intended_ns)``"""
+
+
+def _every(n: int | None, count: int) -> bool:
+    return n is not None and count % n == 0
 
 
 class _Topic:
     def __init__(self, partitions: int) -> None:
-        self.partitions: list[list[tuple[bytes, int]]] = [[] for _ in range(partitions)]
+        self.partitions: list[list[Entry]] = [[] for _ in range(partitions)]
         self.subscriptions: dict[str, _Subscription] = {}
         self.lock = threading.Lock()
 
@@ -55,19 +78,58 @@ class _Subscription:
 
 
 class MemoryProducer:
-    def __init__(self, topic: _Topic) -> None:
+    def __init__(self, topic: _Topic, faults: MemoryConfig | None = None) -> None:
         self._topic = topic
         self._next_partition = cycle(topic.partitions)
+        self._faults = faults
+        self._count = 0
+        self._held: tuple[list[Entry], Entry] | None = None
 
-    def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+    def send(
+        self,
+        key: bytes | None,
+        payload: bytes,
+        on_done: OnDone,
+        message_id: int,
+        intended_ns: int,
+    ) -> None:
         topic = self._topic
-        if topic.subscriptions:
+        if self._faults is not None and message_id != NO_MESSAGE_ID:
+            self._send_faulty(key, payload, message_id, intended_ns)
+        elif topic.subscriptions:
             if key is None:
                 log = next(self._next_partition)
             else:
                 log = topic.partitions[hash(key) % len(topic.partitions)]
-            log.append((payload, time_ns()))
+            log.append((payload, time_ns(), message_id, intended_ns))
         on_done(None)
+
+    def _log(self, key: bytes | None) -> list[Entry]:
+        if key is None:
+            return next(self._next_partition)
+        return self._topic.partitions[hash(key) % len(self._topic.partitions)]
+
+    def _send_faulty(
+        self, key: bytes | None, payload: bytes, message_id: int, intended: int
+    ) -> None:
+        """The configured faults, for the ``self._count``-th message with an id."""
+        faults = self._faults
+        assert faults is not None
+        self._count = count = self._count + 1
+        if faults.stall_ms and count == faults.stall_after + 1:
+            sleep(faults.stall_ms / 1000)
+        if _every(faults.drop_every, count) or not self._topic.subscriptions:
+            return
+        log, entry = self._log(key), (payload, time_ns(), message_id, intended)
+        if _every(faults.swap_every, count):
+            self._held = (log, entry)
+            return
+        log.append(entry)
+        if _every(faults.duplicate_every, count):
+            log.append(entry)
+        if self._held is not None:
+            log.append(self._held[1])  # behind a later message of the same partition
+            self._held = None
 
     def poll(self, timeout_s: float = 0.0) -> None:
         """Acknowledgements are immediate: nothing to serve, only the wait."""
@@ -75,6 +137,11 @@ class MemoryProducer:
             sleep(timeout_s)
 
     def flush(self, timeout_s: float) -> int:
+        """Store a message a swap still holds back (it had no successor to swap with)."""
+        if self._held is not None:
+            log, entry = self._held
+            log.append(entry)
+            self._held = None
         return 0
 
     def close(self) -> None:
@@ -101,7 +168,7 @@ class MemoryConsumer:
         index, count = members.index(self), len(members)
         return [p for p in range(len(self._topic.partitions)) if p % count == index]
 
-    def _take_batch(self, partition: int) -> list[tuple[bytes, int]]:
+    def _take_batch(self, partition: int) -> list[Entry]:
         topic, cursors = self._topic, self._subscription.cursors
         with topic.lock:
             start = cursors[partition]
@@ -118,8 +185,8 @@ class MemoryConsumer:
             if not self._paused:
                 for partition in self._assigned():
                     batch = self._take_batch(partition)
-                    for payload, sent_ns in batch:
-                        on_message(payload, sent_ns)
+                    for payload, sent_ns, message_id, intended_ns in batch:
+                        on_message(payload, sent_ns, message_id, intended_ns, partition)
                     delivered += len(batch)
             if not delivered:
                 self._stop.wait(self._poll_s)
@@ -149,6 +216,8 @@ class Driver:
         self.spec = spec
         self._config = config
         self._topics: dict[str, _Topic] = {}
+        injects = config.drop_every or config.duplicate_every or config.swap_every
+        self._faults = config if injects or config.stall_ms else None
 
     @classmethod
     def validate_config(cls, spec: DriverSpec) -> MemoryConfig:
@@ -183,7 +252,7 @@ class Driver:
             raise DriverError("memory", f"topic {name!r} does not exist") from None
 
     def create_producer(self, topic: str) -> MemoryProducer:
-        return MemoryProducer(self._topic(topic))
+        return MemoryProducer(self._topic(topic), self._faults)
 
     def create_consumer(
         self, topic: str, subscription: str, on_message: OnMessage

@@ -190,13 +190,22 @@ class Ensemble:
         self._assignments = split(
             self._rule, len(self._clients), self._topics, list(topics), self._consumers
         )
-        self._create("/producers", "topics", [a.producers for a in self._assignments])
+        shares = [a.producers for a in self._assignments]
+        firsts = [sum(len(share) for share in shares[:i]) for i in range(len(shares))]
+        self._create("/producers", "topics", shares, [{"first_number": first} for first in firsts])
 
-    def _create(self, path: str, field: str, shares: list[tuple]) -> None:
-        by_url = {c.url: list(share) for c, share in zip(self._clients, shares, strict=True)}
+    def _create(
+        self, path: str, field: str, shares: list[tuple], extras: list[dict[str, Any]] | None = None
+    ) -> None:
+        """POST each worker its share (``extras``: more fields of each worker's body)."""
+        extras = extras or [{} for _ in shares]
+        bodies = {
+            c.url: {field: list(share), **extra}
+            for c, share, extra in zip(self._clients, shares, extras, strict=True)
+        }
         self._each(
-            lambda c: c.request("POST", path, {field: by_url[c.url]}, timeout_s=SETUP_TIMEOUT_S),
-            [c for c in self._clients if by_url[c.url]],
+            lambda c: c.request("POST", path, bodies[c.url], timeout_s=SETUP_TIMEOUT_S),
+            [c for c in self._clients if bodies[c.url][field]],
             blocking=True,
         )
 
@@ -292,6 +301,12 @@ class Ensemble:
             parts.append(stats)
         merged = merge_all(parts) if parts else IntervalStats(start_ms, end_ms)
         return replace(merged, start_ms=start_ms, end_ms=end_ms, warmup=warmup)
+
+    def accounting(self) -> list[dict[str, Any]]:
+        """Every live worker's id ranges; the caller unions them (a lost worker's are missing,
+        and such a run is incomplete)."""
+        answers = self._each(lambda c: c.request("POST", "/accounting"), tolerant=True)
+        return [answer["ledger"] for _, answer in answers]
 
     def placement(self) -> dict[str, Any]:
         """Worker URLs (the leader first), roles, clock offsets and the e2e skew bound."""

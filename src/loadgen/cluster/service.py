@@ -63,7 +63,7 @@ class WorkerService:
         self.worker.create_consumers(body.subscriptions)
 
     def create_producers(self, body: wire.ProducersBody) -> None:
-        self.worker.create_producers(body.topics)
+        self.worker.create_producers(body.topics, body.first_number)
 
     def send_probes(self, body: wire.TimeoutBody) -> None:
         self.worker.send_probes(body.timeout_s)
@@ -84,6 +84,10 @@ class WorkerService:
             "stats": wire.stats_to_json(stats),
             "totals": wire.totals_to_json(self.worker.totals),
         }
+
+    def accounting(self) -> dict[str, Any]:
+        [ledger] = self.worker.accounting()
+        return {"ledger": ledger}
 
     def counters(self) -> dict[str, Any]:
         """Cheap, and read on the event loop: plain integer reads, no executor hop."""

@@ -17,7 +17,7 @@ from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import METRICS, IntervalStats
 from loadgen.worker.local import Totals
 
-PROTOCOL = 1
+PROTOCOL = 2
 """Bumped when a request or answer changes shape; coordinator and worker must agree."""
 
 
@@ -65,6 +65,8 @@ class ConsumersBody(Body):
 
 class ProducersBody(Body):
     topics: list[str]
+    first_number: int = Field(default=0, ge=0, lt=2**23)
+    """The run-wide number of the first producer (message ids carry it)."""
 
 
 class TimeoutBody(Body):
@@ -106,6 +108,8 @@ def stats_to_json(stats: IntervalStats) -> dict[str, Any]:
         "received": stats.received,
         "bytesReceived": stats.bytes_received,
         "negativeE2e": stats.negative_e2e,
+        "duplicates": stats.duplicates,
+        "outOfOrder": stats.out_of_order,
         "warmup": stats.warmup,
         "histograms": {metric: hdr.encode(h) for metric, h in stats.histograms.items()},
     }
@@ -121,6 +125,8 @@ def stats_from_json(data: dict[str, Any]) -> IntervalStats:
         received=data["received"],
         bytes_received=data["bytesReceived"],
         negative_e2e=data["negativeE2e"],
+        duplicates=data["duplicates"],
+        out_of_order=data["outOfOrder"],
         warmup=data["warmup"],
         histograms={
             metric: hdr.decode(metric, text)

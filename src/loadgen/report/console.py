@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from loadgen import hdr
-from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, PUBLISH_FROM_INTENDED, IntervalStats
+from loadgen.stats import (
+    END_TO_END,
+    END_TO_END_FROM_INTENDED,
+    PUBLISH,
+    PUBLISH_DELAY,
+    PUBLISH_FROM_INTENDED,
+    IntervalStats,
+)
 
 MB = 1024 * 1024
 
@@ -39,7 +48,8 @@ def _aggregate_line(label: str, histogram: hdr.Histogram, scale: float, unit: st
 
 
 def format_aggregate(stats: IntervalStats) -> str:
-    """The measured phase in four lines: publish, publish delay, from intended, end to end."""
+    """The measured phase in five lines: publish, publish delay, publish from intended, end to
+    end, end to end from intended."""
     return "\n".join(
         [
             _aggregate_line("Aggregated publish", stats.histogram(PUBLISH), 1000, "ms"),
@@ -48,5 +58,25 @@ def format_aggregate(stats: IntervalStats) -> str:
                 "Aggregated from intended", stats.histogram(PUBLISH_FROM_INTENDED), 1000, "ms"
             ),
             _aggregate_line("Aggregated end-to-end", stats.histogram(END_TO_END), 1000, "ms"),
+            _aggregate_line(
+                "Aggregated e2e from intended",
+                stats.histogram(END_TO_END_FROM_INTENDED),
+                1000,
+                "ms",
+            ),
         ]
+    )
+
+
+def delivery_warning(result: dict[str, Any]) -> str | None:
+    """One warning line when the result counts lost or duplicated messages, else ``None``."""
+    lost, duplicates = result.get("totalLost"), result.get("totalDuplicates")
+    found = [
+        f"{count:,} {what}" for count, what in ((lost, "lost"), (duplicates, "duplicated")) if count
+    ]
+    if not found:
+        return None
+    return (
+        f"WARNING: messages not delivered exactly once: {', '.join(found)} "
+        "(lost: acknowledged, never received; see deliveryAccounting in the result)"
     )

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadgen import hdr
+from loadgen.accounting import Accounting
 from loadgen.stats import (
     END_TO_END,
+    END_TO_END_FROM_INTENDED,
     METRICS,
     PUBLISH,
     PUBLISH_DELAY,
@@ -95,6 +97,21 @@ def _backlogs(intervals: Sequence[IntervalStats], subscriptions: int) -> list[in
     return backlogs
 
 
+def _delivery_fields(
+    accounting: Accounting | None, measured: Sequence[IntervalStats]
+) -> dict[str, Any]:
+    """Whole-run duplicate, loss and reorder counts, their breakdown, and per-period counts."""
+    return {
+        "totalDuplicates": accounting.duplicates if accounting else None,
+        "totalLost": accounting.lost if accounting else None,
+        "totalOutOfOrder": accounting.out_of_order if accounting else None,
+        "lossDetected": accounting.loss_detected if accounting else None,
+        "deliveryAccounting": accounting.subscriptions if accounting else None,
+        "duplicates": [s.duplicates for s in measured],
+        "outOfOrder": [s.out_of_order for s in measured],
+    }
+
+
 def build_test_result(
     header: ResultHeader,
     intervals: Sequence[IntervalStats],
@@ -104,8 +121,12 @@ def build_test_result(
     probe_received: int = 0,
     incomplete: bool = False,
     stop_reason: str | None = None,
+    accounting: Accounting | None = None,
 ) -> dict[str, Any]:
-    """The result document for one run; ``intervals`` are all of them, warm-up flagged."""
+    """The result document for one run; ``intervals`` are all of them, warm-up flagged.
+
+    ``accounting`` ``None`` (the run could not account) makes the counts ``null``, not 0.
+    """
     measured = measured_intervals(intervals)
     aggregate = merge_all(measured) if measured else None
 
@@ -145,6 +166,8 @@ def build_test_result(
         "negativeEndToEnd": sum(s.negative_e2e for s in intervals),
     }
     result |= _aggregated("PublishFromIntendedLatency", whole(PUBLISH_FROM_INTENDED), _ms)
+    result |= _aggregated("EndToEndFromIntendedLatency", whole(END_TO_END_FROM_INTENDED), _ms)
+    result |= _delivery_fields(accounting, measured)
     result["histograms"] = {
         metric: {
             "aggregated": hdr.encode(whole(metric)),

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadgen.accounting import Accounting, account
 from loadgen.errors import ConfigError, DriverError, LoadgenError
 from loadgen.spec import Workload
 from loadgen.stats import IntervalStats, merge_all
@@ -27,6 +28,8 @@ log = logging.getLogger("loadgen.run")
 
 IntervalCallback = Callable[[IntervalStats, int], None]
 """Called after every interval with its snapshot and the backlog (messages) at its end."""
+SETTLE_S = 0.05
+"""The quiet time that ends a drain once more than the expected count arrived."""
 PhaseCallback = Callable[[str, float | None], None]
 """Called as each phase begins (``setup``, ``warmup``, ``measure``, ``drain``, ``teardown``)
 with its planned length in seconds, or ``None`` when it lasts as long as it takes."""
@@ -76,6 +79,9 @@ class RunOutcome:
     """Where it ran (:meth:`loadgen.worker.contract.Worker.placement`)."""
     worker_intervals: dict[str, list[IntervalStats]] = field(default_factory=dict)
     """Each worker's snapshots, when the run was split over workers."""
+    accounting: Accounting | None = None
+    """Duplicates, reorders and losses (:mod:`loadgen.accounting`); ``None`` when the run
+    could not account (a message without an id, or the ranges could not be collected)."""
 
 
 class _PhaseClock:
@@ -231,6 +237,7 @@ def run_tailing(
             raise  # nothing was set up, so there is nothing to report but the error
         _cut_short(worker, measurement, outcome, error.stop_reason, str(error), phase_is_warmup)
     finally:
+        outcome.accounting = _account(worker, drained=not outcome.incomplete)
         try:
             options.begin("teardown")
             worker.close(delete_topics=not (options.keep_topics or options.topic_names))
@@ -243,6 +250,27 @@ def run_tailing(
         outcome.worker_intervals = worker.worker_intervals
         outcome.ended_ms = _now_ms()
     return outcome
+
+
+def _account(worker: Worker, *, drained: bool) -> Accounting | None:
+    """Collect every worker's id ranges before teardown; losses count only after a drain."""
+    try:
+        return account(worker.accounting(), drained=drained)
+    except Exception as error:  # the result must be written all the same
+        log.warning("accounting for lost and duplicated messages failed: %s", error)
+        return None
+
+
+def _settle(worker: Worker, deadline: float) -> None:
+    """Wait until no message arrived for :data:`SETTLE_S`: more than the expected count means
+    duplicates, which may stand in the count for messages still on their way."""
+    received = worker.received_so_far()
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_S)
+        now = worker.received_so_far()
+        if now == received:
+            return
+        received = now
 
 
 def _finish(
@@ -263,6 +291,8 @@ def _finish(
     deadline = started + options.drain_timeout_s
     while worker.received_so_far() < expected and time.monotonic() < deadline:
         time.sleep(0.005)
+    if worker.received_so_far() > expected:
+        _settle(worker, deadline)
     outcome.drain_seconds = time.monotonic() - started
     outcome.undelivered = max(0, expected - worker.received_so_far())
     if outcome.undelivered:

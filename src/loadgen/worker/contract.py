@@ -31,7 +31,9 @@ class Worker(Protocol):
 
     def create_consumers(self, subscriptions: Sequence[Subscription]) -> None: ...
 
-    def create_producers(self, topics: Sequence[str]) -> None: ...
+    def create_producers(self, topics: Sequence[str]) -> None:
+        """One producer per entry, numbered uniquely across the run (the number is in every
+        message id)."""
 
     def probe(self, expected_received: int, timeout_s: float) -> None: ...
 
@@ -48,6 +50,10 @@ class Worker(Protocol):
     def received_so_far(self) -> int: ...
 
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats: ...
+
+    def accounting(self) -> list[dict[str, Any]]:
+        """Every worker's received and acknowledged id ranges
+        (:meth:`loadgen.accounting.Ledger.to_json`), for :func:`loadgen.accounting.account`."""
 
     @property
     def worker_intervals(self) -> dict[str, list[IntervalStats]]:

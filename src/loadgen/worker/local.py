@@ -14,13 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from loadgen import hdr
-from loadgen.driver import Consumer, Driver, Producer, TopicSpec
+from loadgen.accounting import Ledger, message_id_base
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, Consumer, Driver, Producer, TopicSpec
 from loadgen.errors import DriverError
 from loadgen.keys import key_source
 from loadgen.payload import PROBE_PAYLOAD
 from loadgen.recorder import ConsumerRecorder, ProducerRecorder
 from loadgen.stats import (
     END_TO_END,
+    END_TO_END_FROM_INTENDED,
     PUBLISH,
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
@@ -85,6 +87,8 @@ class LocalWorker:
         self._producer_recorder = ProducerRecorder()
         self._loop: ProducerLoop | None = None
         self._message_size = 0
+        self._id_bases: list[int] = []
+        self.ledger = Ledger()
         self.totals = Totals()
 
     # -- set-up -----------------------------------------------------------------------------
@@ -114,10 +118,15 @@ class LocalWorker:
             consumer = self.driver.create_consumer(topic, subscription, recorder.on_message)
             self._consumers.append(consumer)
             self._consumer_recorders.append(recorder)
+            self.ledger.add_consumer(topic, subscription)
 
-    def create_producers(self, topics: Sequence[str]) -> None:
-        for topic in topics:
+    def create_producers(self, topics: Sequence[str], first_number: int = 0) -> None:
+        """One producer per entry; they are numbered from ``first_number`` on, and the number
+        is in every message id, so it must be unique across the run's workers."""
+        for number, topic in enumerate(topics, start=first_number + len(self._producers)):
             self._producers.append(self.driver.create_producer(topic))
+            self._id_bases.append(message_id_base(number))
+            self.ledger.add_producer(number, topic)
 
     # -- readiness ----------------------------------------------------------------------------
     def probe(self, expected_received: int, timeout_s: float) -> None:
@@ -134,7 +143,13 @@ class LocalWorker:
         """Send one probe message per producer and wait until every one is acknowledged."""
         acks: list[BaseException | None] = []
         for producer in self._producers:
-            producer.send(PROBE_KEY, PROBE_PAYLOAD, lambda error, *_: acks.append(error))
+            producer.send(
+                PROBE_KEY,
+                PROBE_PAYLOAD,
+                lambda error, *_: acks.append(error),
+                NO_MESSAGE_ID,
+                NO_SEND_TIME_NS,
+            )
         deadline = time.monotonic() + timeout_s
         while len(acks) < len(self._producers):
             if time.monotonic() > deadline:
@@ -162,7 +177,12 @@ class LocalWorker:
     def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None:
         self._message_size = len(payloads[0])
         self._loop = ProducerLoop(
-            self._producers, payloads, key_source(key_distributor), rate, self._producer_recorder
+            self._producers,
+            payloads,
+            key_source(key_distributor),
+            rate,
+            self._producer_recorder,
+            self._id_bases,
         )
         self._loop.start()
 
@@ -195,6 +215,15 @@ class LocalWorker:
         produced = self._producer_recorder.take()
         consumed = [recorder.take() for recorder in self._consumer_recorders]
         e2e = _as_int64([sample.end_to_end for sample in consumed])
+        deliveries = [
+            np.frombuffer(sample.deliveries, dtype=np.int64).reshape(-1, 3) for sample in consumed
+        ]
+        from_intended = np.concatenate(
+            [np.empty(0, np.int64), *(rows[:, 0] for rows in deliveries)]
+        )
+        counts = self.ledger.record(
+            [rows[:, 1:] for rows in deliveries], _as_int64([produced.acked])
+        )
         sent, received = len(produced.publish), len(e2e)
         negative = int(np.count_nonzero((e2e < 0) & (e2e > UNSTAMPED_BELOW)))
         self.totals.sent += sent
@@ -206,6 +235,9 @@ class LocalWorker:
                 PUBLISH_FROM_INTENDED, _as_int64([produced.publish_from_intended])
             ),
             END_TO_END: hdr.record_ns(END_TO_END, e2e[e2e >= 0]),
+            END_TO_END_FROM_INTENDED: hdr.record_ns(
+                END_TO_END_FROM_INTENDED, from_intended[from_intended >= 0]
+            ),
         }
         return IntervalStats(
             start_ms=start_ms,
@@ -216,9 +248,16 @@ class LocalWorker:
             received=received,
             bytes_received=sum(sample.received_bytes for sample in consumed),
             negative_e2e=negative,
+            duplicates=counts.duplicates,
+            out_of_order=counts.out_of_order,
             warmup=warmup,
             histograms=histograms,
         )
+
+    def accounting(self) -> list[dict[str, object]]:
+        """Every worker's :meth:`Ledger.to_json` (here: this one's), for
+        :func:`loadgen.accounting.account`."""
+        return [self.ledger.to_json()]
 
     @property
     def worker_intervals(self) -> dict[str, list[IntervalStats]]:

@@ -9,7 +9,9 @@ later). With several producers the blocking poll rotates over them; the others a
 without blocking at least every millisecond.
 
 Per message it does only: read the clock, append the publish delay, pick key and payload by
-index, bind the delivery callback, call ``send``. Everything else is hoisted out of the loop.
+index, derive the message id (the producer's id base plus its sequence, both from the index of
+the round robin), bind the delivery callback, call ``send`` with the intended time moved to the
+wall clock by one offset taken at loop start. Everything else is hoisted out of the loop.
 
 While it runs, the heap built before it is frozen (``gc.freeze``): each message allocates a
 callback or two that live until acknowledged, which triggers collections, and a full collection
@@ -23,7 +25,7 @@ import gc
 import threading
 from collections.abc import Sequence
 from functools import partial
-from time import perf_counter_ns
+from time import perf_counter_ns, time_ns
 
 from loadgen.driver import Producer
 from loadgen.keys import KeySource
@@ -38,7 +40,11 @@ MAX_WAIT_S = 0.001
 
 
 class ProducerLoop:
-    """Sends at ``rate`` msg/s over ``producers`` (round robin) until :meth:`stop`."""
+    """Sends at ``rate`` msg/s over ``producers`` (round robin) until :meth:`stop`.
+
+    ``id_bases`` holds each producer's first message id
+    (:func:`loadgen.accounting.message_id_base` of its run-wide producer number).
+    """
 
     def __init__(
         self,
@@ -47,10 +53,14 @@ class ProducerLoop:
         keys: KeySource | None,
         rate: float,
         recorder: ProducerRecorder,
+        id_bases: Sequence[int],
     ) -> None:
         if not producers or not payloads:
             raise ValueError("the producer loop needs at least one producer and one payload")
+        if len(id_bases) != len(producers):
+            raise ValueError("the producer loop needs one message id base per producer")
         self._producers = list(producers)
+        self._id_bases = list(id_bases)
         self._payloads = list(payloads)
         self._keys = keys
         self._rate = rate
@@ -84,8 +94,10 @@ class ProducerLoop:
         n_sends, n_payloads = len(sends), len(payloads)
         recorder = self._recorder
         on_done = recorder.on_done
+        bases = self._id_bases
         schedule = Schedule(perf_counter_ns(), self._rate)
         start, interval = schedule.start_ns, schedule.interval_ns
+        to_wall = time_ns() - perf_counter_ns()
         n_polls = len(polls)
         sent = waits = 0
         last_poll = 0
@@ -109,8 +121,14 @@ class ProducerLoop:
                 delay = now - intended
                 recorder.publish_delay.append(delay)
                 key = keys(now) if keys is not None else None
-                sends[index % n_sends](
-                    key, payloads[index % n_payloads], partial(on_done, intended, now)
+                producer = index % n_sends
+                message_id = bases[producer] + index // n_sends
+                sends[producer](
+                    key,
+                    payloads[index % n_payloads],
+                    partial(on_done, message_id, intended, now),
+                    message_id,
+                    intended + to_wall,
                 )
             sent = end
             for poll in polls:

@@ -4,7 +4,7 @@ import time
 import pytest
 
 from drivers.memory import Driver
-from loadgen.driver import TopicSpec
+from loadgen.driver import NO_MESSAGE_ID, TopicSpec
 from loadgen.errors import ConfigError, DriverError
 from loadgen.spec.driver_spec import DriverSpec
 
@@ -112,3 +112,60 @@ def test_unknown_config_key_is_rejected_with_the_allowed_keys():
             DriverSpec(name="m", kind="memory", config={"pollIntervalMS": 1}, source="m.yaml")
         )
     assert "pollIntervalMs" in str(caught.value)
+
+
+def faulty(**faults):
+    memory = Driver.from_config(DriverSpec(name="mem", kind="memory", config=faults))
+    memory.create_topics([TopicSpec("t", 1)])
+    return memory
+
+
+def deliver(memory, count, probes=0):
+    """Send ``probes`` messages without id, then ``count`` with ids 0..count-1; the ids received."""
+    inbox = Inbox()
+    consumer = memory.create_consumer("t", "s", inbox)
+    producer = memory.create_producer("t")
+    acks = []
+    for _ in range(probes):
+        producer.send(None, b"probe", lambda error, *_: acks.append(error), NO_MESSAGE_ID, 0)
+    for i in range(count):
+        producer.send(None, b"x", lambda error, *_: acks.append(error), i, 0)
+    producer.flush(1.0)
+    time.sleep(0.05)
+    consumer.close()
+    memory.close()
+    assert acks == [None] * (probes + count)  # every fault is invisible to the sender
+    return [m for m, _, _ in inbox.deliveries if m != NO_MESSAGE_ID]
+
+
+def test_drop_every_nth_acknowledges_but_never_stores_it():
+    # probes carry no id and are neither counted nor dropped
+    assert deliver(faulty(dropEvery=3), 10, probes=2) == [0, 1, 3, 4, 6, 7, 9]
+
+
+def test_duplicate_every_nth_stores_it_twice():
+    assert deliver(faulty(duplicateEvery=4), 9) == [0, 1, 2, 3, 3, 4, 5, 6, 7, 7, 8]
+
+
+def test_swap_every_nth_stores_it_behind_the_next_one_and_flush_releases_the_last():
+    assert deliver(faulty(swapEvery=3), 9) == [0, 1, 3, 2, 4, 6, 5, 7, 8]
+    assert deliver(faulty(swapEvery=3), 6) == [0, 1, 3, 2, 4, 5]
+
+
+def test_stall_blocks_the_send_after_m_messages_once():
+    memory = faulty(stallMs=100, stallAfter=2)
+    producer = memory.create_producer("t")
+    took = []
+    for i in range(4):
+        start = time.monotonic()
+        producer.send(None, b"x", lambda *_: None, i, 0)
+        took.append(time.monotonic() - start)
+    assert took[2] >= 0.1 and max(took[:2] + took[3:]) < 0.05
+
+
+def test_fault_settings_are_checked():
+    with pytest.raises(ConfigError) as caught:
+        Driver.from_config(
+            DriverSpec(name="m", kind="memory", config={"swapEvery": 1}, source="m.yaml")
+        )
+    assert "swapEvery" in str(caught.value) and "m.yaml" in str(caught.value)

@@ -102,9 +102,7 @@ def test_the_loop_waits_inside_poll_so_acks_are_timed_when_they_arrive():
 def test_the_heap_is_frozen_while_the_loop_sends_and_thawed_after_it_stops():
     driver = Driver.from_config(DriverSpec(name="mem", kind="memory"))
     driver.create_topics([TopicSpec("t", 1)])
-    loop = ProducerLoop(
-        [driver.create_producer("t")], [b"x"], None, 1000, ProducerRecorder(), [0]
-    )
+    loop = ProducerLoop([driver.create_producer("t")], [b"x"], None, 1000, ProducerRecorder(), [0])
     assert gc.get_freeze_count() == 0
     loop.start()
     time.sleep(0.1)

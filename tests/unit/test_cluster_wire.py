@@ -21,6 +21,8 @@ def stats(seed: int) -> IntervalStats:
         received=498,
         bytes_received=509_952,
         negative_e2e=3,
+        duplicates=4,
+        out_of_order=5,
         histograms={
             PUBLISH: hdr.record_ns(PUBLISH, rng.integers(1_000, 90_000_000, 500)),
             END_TO_END: hdr.record_ns(END_TO_END, rng.lognormal(15, 1.5, 498).astype(np.int64)),
@@ -32,6 +34,7 @@ def test_stats_round_trip_keeps_every_count_and_bucket():
     sent = stats(1)
     back = wire.stats_from_json(wire.stats_to_json(sent))
     assert (back.sent, back.send_errors, back.received, back.negative_e2e) == (500, 2, 498, 3)
+    assert (back.duplicates, back.out_of_order) == (4, 5)
     for metric in (PUBLISH, END_TO_END):
         assert np.array_equal(back.histogram(metric).index, sent.histogram(metric).index)
         assert np.array_equal(back.histogram(metric).counts, sent.histogram(metric).counts)

@@ -45,15 +45,21 @@ def producer():
 
 
 def test_one_message_through_the_engine_path(benchmark, producer):
-    """What the producer loop does per message: clock, delay append, partial, send, ack record."""
+    """What the producer loop does per message: clock, delay append, message id, partial, send
+    with id and intended time, ack record."""
     recorder = ProducerRecorder()
-    on_done, send, payload = recorder.on_done, producer.send, bytes(1024)
+    on_done, payload = recorder.on_done, bytes(1024)
+    sends, bases, n_sends, to_wall = [producer.send], [0], 1, 10**18
 
     def one_thousand():
         for index in range(1000):
             now = perf_counter_ns()
             recorder.publish_delay.append(now - index)
-            send(None, payload, partial(on_done, index, now))
+            which = index % n_sends
+            message_id = bases[which] + index // n_sends
+            sends[which](
+                None, payload, partial(on_done, message_id, index, now), message_id, index + to_wall
+            )
 
     benchmark(one_thousand)
     assert len(recorder.publish) > 0

@@ -55,10 +55,8 @@ class RangeSet:
 
     def contains(self, ids: np.ndarray) -> np.ndarray:
         """Which of ``ids`` are in the set (a boolean mask)."""
-        index = np.searchsorted(self.starts, ids, side="right") - 1
-        inside = index >= 0
-        inside[inside] = ids[inside] < self.ends[index[inside]]
-        return inside
+        after = np.searchsorted(self.ends, ids, side="right")  # the first range ending above
+        return np.append(self.starts, np.iinfo(np.int64).max)[after] <= ids
 
     def union(self, *others: RangeSet) -> RangeSet:
         sets = [self, *others]
@@ -83,9 +81,25 @@ class RangeSet:
         return cls(pairs[:, 0].copy(), pairs[:, 1].copy())
 
 
+def _firsts(ordered: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of sorted ``ordered`` begins (a boolean mask).
+
+    With :func:`numpy.sort` this replaces :func:`numpy.unique`, which (hash-based since
+    numpy 2.3) takes 50 times longer on a million ids.
+    """
+    return np.concatenate(([True], ordered[1:] != ordered[:-1])) if len(ordered) else ordered > 0
+
+
+def _sorted_unique(ids: np.ndarray) -> np.ndarray:
+    ordered = np.sort(ids)
+    return ordered[_firsts(ordered)]
+
+
 def _partition_counts(partitions: np.ndarray) -> dict[int, int]:
-    values, counts = np.unique(partitions, return_counts=True)
-    return {int(p): int(c) for p, c in zip(values, counts, strict=True)}
+    ordered = np.sort(partitions)
+    starts = np.flatnonzero(_firsts(ordered))
+    counts = np.diff(np.append(starts, len(ordered)))
+    return {int(p): int(c) for p, c in zip(ordered[starts], counts, strict=True)}
 
 
 def _add_counts(into: dict[int, int], more: dict[int, int]) -> None:
@@ -111,15 +125,18 @@ class OrderTracker:
         # each stream's highest seq so far goes first, so it bounds the interval's deliveries
         keys = np.concatenate((self.keys, stream))
         seqs = np.concatenate((self.highest, ids & SEQ_MASK))
-        streams, group = np.unique(keys, return_inverse=True)
-        order = np.argsort(group, kind="stable")
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        first = _firsts(ordered)
+        starts = np.flatnonzero(first)
+        lengths = np.diff(np.append(starts, len(ordered)))
         # the stream's rank above the seq keeps one running maximum from leaking into the next
-        ranked = (group[order].astype(np.int64) << SEQ_BITS) | seqs[order]
+        ranked = np.repeat(np.arange(len(starts), dtype=np.int64) << SEQ_BITS, lengths)
+        ranked |= seqs[order]
         reach = np.maximum.accumulate(ranked)
         late = np.concatenate(([False], ranked[1:] < reach[:-1]))
-        last = np.concatenate((np.flatnonzero(np.diff(group[order])), [len(ranked) - 1]))
-        self.keys, self.highest = streams, reach[last] & SEQ_MASK
-        return (keys[order][late] & SEQ_MASK) - 1
+        self.keys, self.highest = ordered[starts], reach[starts + lengths - 1] & SEQ_MASK
+        return (ordered[late] & SEQ_MASK) - 1
 
 
 @dataclass
@@ -175,7 +192,8 @@ class Ledger:
         by_subscription: dict[tuple[str, str], list[np.ndarray]] = {}
         out_of_order = 0
         for index, rows in enumerate(deliveries):
-            identified = rows[rows[:, 0] != NO_MESSAGE_ID]
+            known = rows[:, 0] != NO_MESSAGE_ID
+            identified = rows if known.all() else rows[known]
             self.unidentified += len(rows) - len(identified)
             if not len(identified):
                 continue
@@ -192,14 +210,16 @@ class Ledger:
         return IntervalCounts(duplicates, out_of_order)
 
     def _record_acks(self, acked: np.ndarray) -> None:
-        if not len(acked):
-            return
-        ids = np.unique(acked)
-        numbers = ids >> SEQ_BITS
-        for number in np.unique(numbers).tolist():
+        """Ranges never span two producers (a producer would need 2**40 messages), so the
+        ranges of all acknowledged ids are dealt to topics by the producer in their start."""
+        ranges = RangeSet.of_ids(_sorted_unique(acked))
+        numbers = ranges.starts >> SEQ_BITS
+        for number in set(numbers.tolist()):
             topic = self._producer_topics[number]
-            mine = ids[numbers == number]
-            self.acked[topic] = self.acked[topic].union(RangeSet.of_ids(mine))
+            mine = numbers == number
+            self.acked[topic] = self.acked[topic].union(
+                RangeSet(ranges.starts[mine], ranges.ends[mine])
+            )
 
     @staticmethod
     def _record_received(ledger: SubscriptionLedger, rows: np.ndarray) -> int:

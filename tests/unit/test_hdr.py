@@ -47,6 +47,14 @@ def test_numpy_binning_is_bit_identical_to_record_value():
     assert hdr.encode(ours) == reference.encode().decode()
 
 
+def test_small_intervals_binned_by_sorting_equal_large_ones_binned_by_bincount():
+    values = lognormal_ns(n=200_000)  # over 1/8 of publish's counts array: bincount
+    assert len(values) * hdr.SPARSE_BELOW > hdr.layout("publish").counts_len
+    whole = hdr.record_ns("publish", values)
+    parts = hdr.merge("publish", [hdr.record_ns("publish", c) for c in np.array_split(values, 20)])
+    assert np.array_equal(whole.index, parts.index) and np.array_equal(whole.counts, parts.counts)
+
+
 def test_negative_values_are_refused_not_recorded():
     with pytest.raises(ValueError, match="negative"):
         hdr.record_ns("endToEnd", [5_000, -1_000])

@@ -52,6 +52,11 @@ def test_three_workers_merge_into_one_exact_result(three_workers, kafka_spec, ta
     assert result["totalMessagesReceived"] == sum(t["received"] for t in per_worker.values())
     assert result["totalMessagesReceived"] == result["totalMessagesSent"]
     assert per_worker[urls[1]]["received"] > 0 and per_worker[urls[2]]["received"] > 0
+    # the subscription's two consumers ran on two workers: their id ranges were unioned, so a
+    # range missing (or counted twice) would show as lost (or duplicated) messages
+    assert (result["totalLost"], result["totalDuplicates"], result["totalOutOfOrder"]) == (0, 0, 0)
+    [row] = result["deliveryAccounting"]
+    assert row["lost"] == row["duplicates"] == 0
 
     raw = outcome.worker_intervals
     assert set(raw) == set(urls)

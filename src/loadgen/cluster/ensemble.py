@@ -304,8 +304,12 @@ class Ensemble:
 
     def accounting(self) -> list[dict[str, Any]]:
         """Every live worker's id ranges; the caller unions them (a lost worker's are missing,
-        and such a run is incomplete)."""
-        answers = self._each(lambda c: c.request("POST", "/accounting"), tolerant=True)
+        and such a run is incomplete). A worker that never answered has none."""
+        answers = self._each(
+            lambda c: c.request("POST", "/accounting"),
+            [c for c in self._clients if c.answered],
+            tolerant=True,
+        )
         return [answer["ledger"] for _, answer in answers]
 
     def placement(self) -> dict[str, Any]:

@@ -237,7 +237,8 @@ def run_tailing(
             raise  # nothing was set up, so there is nothing to report but the error
         _cut_short(worker, measurement, outcome, error.stop_reason, str(error), phase_is_warmup)
     finally:
-        outcome.accounting = _account(worker, drained=not outcome.incomplete)
+        if outcome.topics:  # otherwise nothing was sent, and a worker may have no driver
+            outcome.accounting = _account(worker, drained=not outcome.incomplete)
         try:
             options.begin("teardown")
             worker.close(delete_topics=not (options.keep_topics or options.topic_names))

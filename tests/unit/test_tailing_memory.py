@@ -93,6 +93,9 @@ def test_interrupt_during_measurement_writes_a_partial_result(tmp_path):
     assert written["stopReason"] == "interrupted"
     assert written["totalMessagesSent"] > 0
     assert len(written["publishRate"]) >= 2
+    # without a drain, messages still in flight are not lost: loss is unknown, the rest counted
+    assert written["totalLost"] is None
+    assert (written["totalDuplicates"], written["totalOutOfOrder"]) == (0, 0)
 
 
 def test_producer_only_workload_needs_no_consumers(tmp_path):

@@ -2,12 +2,14 @@
 
 import json
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 
 from loadgen import hdr
+from loadgen.accounting import Accounting
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.testresult import ResultHeader, build_test_result
 from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, PUBLISH_FROM_INTENDED, IntervalStats
@@ -164,3 +166,26 @@ def test_atomic_write_leaves_only_the_finished_file(tmp_path):
         write_json_atomic(target, {"a": float("nan")})
     assert json.loads(target.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_delivery_counts_are_null_when_the_run_could_not_account(result):
+    counts = ("totalDuplicates", "totalLost", "totalOutOfOrder", "lossDetected")
+    assert [result[name] for name in counts] == [None] * 4
+    assert result["deliveryAccounting"] is None
+
+
+def test_delivery_counts_come_from_the_accounting_and_periods_from_the_intervals():
+    rows = [{"topic": "t", "subscription": "s", "duplicates": 2, "outOfOrder": 1, "lost": 3}]
+    document = build_test_result(
+        HEADER,
+        [
+            replace(interval(0, sent=1, received=1, warmup=True), duplicates=1),
+            replace(interval(1000, sent=1, received=1), duplicates=1, out_of_order=1),
+        ],
+        run={},
+        accounting=Accounting(duplicates=2, out_of_order=1, lost=3, subscriptions=rows),
+    )
+    assert (document["totalDuplicates"], document["totalLost"]) == (2, 3)
+    assert document["totalOutOfOrder"] == 1 and document["lossDetected"] is True
+    assert document["deliveryAccounting"] == rows
+    assert (document["duplicates"], document["outOfOrder"]) == ([1], [1])

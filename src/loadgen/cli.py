@@ -20,6 +20,7 @@ from loadgen.cluster.split import SPLITS
 from loadgen.cpus import pin, usable_cpus
 from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
 from loadgen.pipeline.commands import pipeline
+from loadgen.report.console import format_catch_up
 from loadgen.report.display import display_for
 from loadgen.runner import run_one
 from loadgen.scenarios.tailing import RunOptions
@@ -114,6 +115,19 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
 )
 @click.option("--keep-topics", is_flag=True, help="Do not delete the topics after the run.")
 @click.option(
+    "--existing-topics",
+    default=None,
+    help="Use these topics (NAME,NAME,...; one per workload topic; created if absent, never "
+    "deleted) instead of fresh ones. With producersPerTopic: 0, a consumer-only run reads them.",
+)
+@click.option(
+    "--catch-up-timeout",
+    callback=_duration("--catch-up-timeout"),
+    default="10m",
+    show_default=True,
+    help="Catch-up runs: the longest the backlog may take to build, and then to drain.",
+)
+@click.option(
     "--lenient",
     is_flag=True,
     help="Ignore unknown YAML keys with a warning (OMB behaviour) instead of failing.",
@@ -173,6 +187,8 @@ def run(
     warmup: float | None,
     stats_interval: float,
     keep_topics: bool,
+    existing_topics: str | None,
+    catch_up_timeout: float,
     lenient: bool,
     quiet: bool,
     plain: bool,
@@ -201,6 +217,13 @@ def run(
         raise ConfigError(
             "must be positive", path="--duration", value=duration, allowed="a positive duration"
         )
+    if catch_up_timeout <= 0:
+        raise ConfigError(
+            "must be positive",
+            path="--catch-up-timeout",
+            value=catch_up_timeout,
+            allowed="a positive duration",
+        )
     output = Output(
         out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=json_lines), not no_report
     )
@@ -226,6 +249,8 @@ def run(
         warmup_s=warmup,
         stats_interval_s=stats_interval,
         keep_topics=keep_topics,
+        topic_names=_names("--existing-topics", existing_topics),
+        catch_up_timeout_s=catch_up_timeout,
         pipeline_dir=None if pipeline_dir is None else str(pipeline_dir),
     )
     single_run = len(loaded) * len(specs) == 1
@@ -247,6 +272,15 @@ def run(
                     worst = max(worst, exit_code_for(error))
     if worst:
         sys.exit(worst)
+
+
+def _names(option: str, text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return ()
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        raise ConfigError("an empty name", path=option, value=text, allowed="NAME or NAME,NAME,...")
+    return names
 
 
 def _display_mode(*, quiet: bool, plain: bool, json_lines: bool) -> str:
@@ -296,6 +330,8 @@ def _run_and_show(
             raise
         measured = measured_intervals(report.outcome.intervals)
         display.finish(merge_all(measured) if measured else None, str(report.path))
+    if "catchUp" in report.result and output.display != "json-lines":
+        click.echo(format_catch_up(report.result["catchUp"]), err=True)
     _files_written(str(report.path), output)
 
 

@@ -30,6 +30,8 @@ HIGHEST_TRACKABLE_US = {
     "publishDelay": 60_000_000,
     "publishFromIntended": 60_000_000,
     "endToEnd": 43_200_000_000,
+    "endToEndTailing": 43_200_000_000,
+    "endToEndCatchUp": 43_200_000_000,
 }
 PERCENTILE_TICKS_PER_HALF_DISTANCE = 100
 

@@ -81,6 +81,8 @@ def execute(
         probe_received=outcome.totals.probe_received,
         incomplete=outcome.incomplete,
         stop_reason=outcome.stop_reason,
+        catch_up=outcome.catch_up,
+        tailing_per_topic=workload.tailing_subscriptions_per_topic,
     )
     return name, result, outcome
 

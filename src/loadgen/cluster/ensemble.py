@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -181,10 +181,23 @@ class Ensemble:
         )
         return self._topics
 
-    def create_consumers(self, subscriptions: Sequence[Subscription]) -> None:
+    def create_consumers(
+        self, subscriptions: Sequence[Subscription], catch_up: Collection[str] = ()
+    ) -> None:
         self._consumers = list(subscriptions)
         placed = split(self._rule, len(self._clients), self._topics, [], self._consumers)
-        self._create("/consumers", "subscriptions", [a.consumers for a in placed])
+        self._create(
+            "/consumers", "subscriptions", [a.consumers for a in placed], catch_up=sorted(catch_up)
+        )
+
+    def pause_catch_up(self, paused: bool) -> None:
+        self._each(
+            lambda c: c.request(
+                "POST", "/consumers/catch-up", {"paused": paused}, timeout_s=SETUP_TIMEOUT_S
+            ),
+            self._with(lambda a: a.consumers),
+            blocking=True,
+        )
 
     def create_producers(self, topics: Sequence[str]) -> None:
         self._assignments = split(
@@ -192,10 +205,12 @@ class Ensemble:
         )
         self._create("/producers", "topics", [a.producers for a in self._assignments])
 
-    def _create(self, path: str, field: str, shares: list[tuple]) -> None:
+    def _create(self, path: str, field: str, shares: list[tuple], **extra: Any) -> None:
         by_url = {c.url: list(share) for c, share in zip(self._clients, shares, strict=True)}
         self._each(
-            lambda c: c.request("POST", path, {field: by_url[c.url]}, timeout_s=SETUP_TIMEOUT_S),
+            lambda c: c.request(
+                "POST", path, {field: by_url[c.url], **extra}, timeout_s=SETUP_TIMEOUT_S
+            ),
             [c for c in self._clients if by_url[c.url]],
             blocking=True,
         )
@@ -267,6 +282,9 @@ class Ensemble:
     def received_so_far(self) -> int:
         return self._counter("receivedSoFar")
 
+    def received_catch_up_so_far(self) -> int:
+        return self._counter("receivedCatchUpSoFar")
+
     @property
     def totals(self) -> Totals:
         summed = Totals()
@@ -275,6 +293,7 @@ class Ensemble:
             summed.received += part.received
             summed.probe_sent += part.probe_sent
             summed.probe_received += part.probe_received
+            summed.received_catch_up += part.received_catch_up
         return summed
 
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats:

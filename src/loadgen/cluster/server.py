@@ -164,6 +164,7 @@ def make_app(routes: _Routes, token: str | None, max_body_bytes: int) -> web.App
             web.post("/topics", routes.blocking(s.create_topics, wire.TopicsBody)),
             web.post("/topics/adopt", routes.blocking(s.adopt_topics, wire.AdoptBody)),
             web.post("/consumers", routes.blocking(s.create_consumers, wire.ConsumersBody)),
+            web.post("/consumers/catch-up", routes.blocking(s.pause_catch_up, wire.PauseBody)),
             web.post("/producers", routes.blocking(s.create_producers, wire.ProducersBody)),
             web.post("/probe/send", routes.blocking(s.send_probes, wire.TimeoutBody)),
             web.post("/probe/end", routes.blocking(s.end_probe)),

@@ -60,7 +60,10 @@ class WorkerService:
         self.worker.adopt_topics(body.names, body.partitions)
 
     def create_consumers(self, body: wire.ConsumersBody) -> None:
-        self.worker.create_consumers(body.subscriptions)
+        self.worker.create_consumers(body.subscriptions, set(body.catch_up))
+
+    def pause_catch_up(self, body: wire.PauseBody) -> None:
+        self.worker.pause_catch_up(body.paused)
 
     def create_producers(self, body: wire.ProducersBody) -> None:
         self.worker.create_producers(body.topics)
@@ -92,6 +95,7 @@ class WorkerService:
         return {
             "sentSoFar": worker.sent_so_far(),
             "receivedSoFar": worker.received_so_far(),
+            "receivedCatchUpSoFar": worker.received_catch_up_so_far(),
             "loopError": None if error is None else repr(error),
         }
 

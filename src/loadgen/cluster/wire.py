@@ -14,10 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loadgen import hdr
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import METRICS, IntervalStats
+from loadgen.stats import METRICS, ROLE_METRICS, IntervalStats
 from loadgen.worker.local import Totals
 
-PROTOCOL = 1
+PROTOCOL = 2
 """Bumped when a request or answer changes shape; coordinator and worker must agree."""
 
 
@@ -61,6 +61,12 @@ class AdoptBody(Body):
 
 class ConsumersBody(Body):
     subscriptions: list[tuple[str, str]]
+    catch_up: list[str] = []
+    """The subscriptions (names) whose consumers build and then read a backlog."""
+
+
+class PauseBody(Body):
+    paused: bool
 
 
 class ProducersBody(Body):
@@ -106,6 +112,7 @@ def stats_to_json(stats: IntervalStats) -> dict[str, Any]:
         "received": stats.received,
         "bytesReceived": stats.bytes_received,
         "negativeE2e": stats.negative_e2e,
+        "receivedCatchUp": stats.received_catch_up,
         "warmup": stats.warmup,
         "histograms": {metric: hdr.encode(h) for metric, h in stats.histograms.items()},
     }
@@ -121,11 +128,12 @@ def stats_from_json(data: dict[str, Any]) -> IntervalStats:
         received=data["received"],
         bytes_received=data["bytesReceived"],
         negative_e2e=data["negativeE2e"],
+        received_catch_up=data["receivedCatchUp"],
         warmup=data["warmup"],
         histograms={
             metric: hdr.decode(metric, text)
             for metric, text in data["histograms"].items()
-            if metric in METRICS
+            if metric in METRICS + ROLE_METRICS
         },
     )
 
@@ -136,8 +144,15 @@ def totals_to_json(totals: Totals) -> dict[str, int]:
         "received": totals.received,
         "probeSent": totals.probe_sent,
         "probeReceived": totals.probe_received,
+        "receivedCatchUp": totals.received_catch_up,
     }
 
 
 def totals_from_json(data: dict[str, int]) -> Totals:
-    return Totals(data["sent"], data["received"], data["probeSent"], data["probeReceived"])
+    return Totals(
+        data["sent"],
+        data["received"],
+        data["probeSent"],
+        data["probeReceived"],
+        data["receivedCatchUp"],
+    )

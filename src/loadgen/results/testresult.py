@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadgen import hdr
+from loadgen.results.catch_up import catch_up_fields, role_histograms
+from loadgen.scenarios.catch_up import CatchUpOutcome
 from loadgen.stats import (
     END_TO_END,
     METRICS,
@@ -104,6 +106,8 @@ def build_test_result(
     probe_received: int = 0,
     incomplete: bool = False,
     stop_reason: str | None = None,
+    catch_up: CatchUpOutcome | None = None,
+    tailing_per_topic: int = 0,
 ) -> dict[str, Any]:
     """The result document for one run; ``intervals`` are all of them, warm-up flagged."""
     measured = measured_intervals(intervals)
@@ -152,6 +156,9 @@ def build_test_result(
         }
         for metric in METRICS
     }
+    if catch_up is not None:
+        result["histograms"] |= role_histograms(intervals)
+        result["catchUp"] = catch_up_fields(catch_up, intervals, tailing_per_topic)
     result["incomplete"] = incomplete
     if incomplete:
         result["stopReason"] = stop_reason or "error"

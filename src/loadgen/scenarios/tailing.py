@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadgen.errors import ConfigError, DriverError, LoadgenError
+from loadgen.scenarios.catch_up import CHECK_S, CatchUpOutcome, CatchUpPlan, build_and_drain
 from loadgen.spec import Workload
 from loadgen.stats import IntervalStats, merge_all
 from loadgen.worker.contract import Worker
 from loadgen.worker.local import Totals
-from loadgen.worker.plan import consumer_subscriptions, producer_topics
+from loadgen.worker.plan import catch_up_subscriptions, consumer_subscriptions, producer_topics
 
 log = logging.getLogger("loadgen.run")
 
@@ -45,6 +46,8 @@ class RunOptions:
     probe_timeout_s: float = 60.0
     reachable_timeout_s: float = 10.0
     drain_timeout_s: float = 10.0
+    catch_up_timeout_s: float = 600.0
+    """Longest a catch-up run builds its backlog, and then longest it drains it."""
     pipeline_dir: str | None = None
     """Land every interval for the Spark pipeline here (:mod:`loadgen.pipeline.landing`)."""
     on_interval: IntervalCallback | None = None
@@ -76,6 +79,8 @@ class RunOutcome:
     """Where it ran (:meth:`loadgen.worker.contract.Worker.placement`)."""
     worker_intervals: dict[str, list[IntervalStats]] = field(default_factory=dict)
     """Each worker's snapshots, when the run was split over workers."""
+    catch_up: CatchUpOutcome | None = None
+    """The backlog phases of a catch-up or mixed run."""
 
 
 class _PhaseClock:
@@ -131,6 +136,20 @@ class _Measurement:
                 return
             tick_number += 1
 
+    def run_until(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        """Snapshot every stats interval until ``done()`` holds (checked every 0.1 s) or
+        ``timeout_s`` passed, then once more, so the phase ends on an interval boundary."""
+        start = time.monotonic()
+        deadline = start + timeout_s
+        tick = start + self.options.stats_interval_s
+        while not (reached := done()) and time.monotonic() < deadline:
+            self._sleep_until(min(time.monotonic() + CHECK_S, tick, deadline))
+            if time.monotonic() >= tick:
+                self.take(warmup=False)
+                tick += self.options.stats_interval_s
+        self.take(warmup=False)
+        return reached
+
     def _sleep_until(self, deadline: float) -> None:
         """Sleep in short steps so a dead producer loop (or worker) is noticed within 0.25 s."""
         while (remaining := deadline - time.monotonic()) > 0:
@@ -152,13 +171,6 @@ def _check_supported(workload: Workload, options: RunOptions) -> None:
             "a rate > 0 msg/s",
         ),
         (
-            workload.consumer_backlog_size_gb > 0,
-            "consumerBacklogSizeGB",
-            workload.consumer_backlog_size_gb,
-            "catch-up runs are not implemented yet",
-            "0",
-        ),
-        (
             bool(options.topic_names) and len(options.topic_names) != workload.topics,
             "topics",
             workload.topics,
@@ -166,11 +178,12 @@ def _check_supported(workload: Workload, options: RunOptions) -> None:
             f"{len(options.topic_names)}",
         ),
         (
-            workload.producers_per_topic < 1,
+            workload.producers_per_topic < 1 and not options.topic_names,
             "producersPerTopic",
             workload.producers_per_topic,
-            "consumer-only runs are not implemented yet",
-            "at least 1",
+            "a consumer-only run (no producers) reads existing topics: name them "
+            "(--existing-topics) or give producers",
+            "at least 1, or 0 with existing topics",
         ),
     ]
     for failed, path, value, message, allowed in unsupported:
@@ -195,28 +208,45 @@ def run_tailing(
             workload.topics, workload.partitions_per_topic, options.topic_names
         )
         clock.mark("topics")
-        worker.create_consumers(
-            consumer_subscriptions(
-                outcome.topics, workload.subscriptions_per_topic, workload.consumer_per_subscription
-            )
+        subscriptions = consumer_subscriptions(
+            outcome.topics, workload.subscriptions_per_topic, workload.consumer_per_subscription
         )
+        catch_up = set()
+        if workload.is_catch_up:
+            catch_up = catch_up_subscriptions(
+                subscriptions, workload.tailing_subscriptions_per_topic
+            )
+        worker.create_consumers(subscriptions, catch_up)
         clock.mark("consumers")
         worker.create_producers(producer_topics(outcome.topics, workload.producers_per_topic))
         clock.mark("producers")
-        if worker.has_consumers:
+        producing = workload.producers_per_topic > 0
+        if worker.has_consumers and producing:
             worker.probe(
                 workload.topics * workload.subscriptions_per_topic, options.probe_timeout_s
             )
             clock.mark("probe")
         warmup_s = workload.warmup_duration_s if options.warmup_s is None else options.warmup_s
         duration_s = workload.test_duration_s if options.duration_s is None else options.duration_s
-        worker.start_load(workload.producer_rate, payloads, workload.key_distributor)
+        if producing:
+            worker.start_load(workload.producer_rate, payloads, workload.key_distributor)
         measurement.interval_start_ms = _now_ms()
         if warmup_s > 0:
             options.begin("warmup", warmup_s)
             measurement.run_phase(warmup_s, warmup=True)
             clock.mark("warmup")
         phase_is_warmup = False
+        if workload.is_catch_up:
+            outcome.catch_up = CatchUpOutcome(CatchUpPlan.of(workload))
+            options.begin("catch-up")
+            build_and_drain(
+                worker,
+                outcome.catch_up,
+                measurement.run_until,
+                lambda: measurement.interval_start_ms,
+                options.catch_up_timeout_s,
+            )
+            clock.mark("catch-up")
         options.begin("measure", duration_s)
         measurement.run_phase(duration_s, warmup=False)
         clock.mark("measure")

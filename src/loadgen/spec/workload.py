@@ -54,6 +54,11 @@ class Workload(BaseModel):
     producer_rate: float = Field(default=0, alias="producerRate", ge=-1)
     consumer_backlog_size_gb: float = Field(default=0, alias="consumerBacklogSizeGB", ge=0)
     backlog_drain_ratio: float = Field(default=1.0, alias="backlogDrainRatio", gt=0, le=1)
+    tailing_subscriptions_per_topic: int = Field(
+        default=0, alias="tailingSubscriptionsPerTopic", ge=0
+    )
+    """loadgen's mixed runs: of ``subscriptionsPerTopic``, this many keep tailing while the
+    others build and read the backlog (0: all of them catch up, OMB's catch-up run)."""
     test_duration_minutes: float = Field(default=0, alias="testDurationMinutes", gt=0)
     warmup_duration_minutes: float = Field(default=1, alias="warmupDurationMinutes", ge=0)
 
@@ -82,6 +87,32 @@ class Workload(BaseModel):
                 value=self.producer_rate,
                 allowed="> 0",
             )
+        if self.tailing_subscriptions_per_topic and not (
+            self.consumer_backlog_size_gb > 0
+            and self.tailing_subscriptions_per_topic < self.subscriptions_per_topic
+        ):
+            raise ConfigError(
+                "tailingSubscriptionsPerTopic makes a mixed run: it needs consumerBacklogSizeGB "
+                "> 0 and at least one catch-up subscription left in subscriptionsPerTopic",
+                path="tailingSubscriptionsPerTopic",
+                value=self.tailing_subscriptions_per_topic,
+                allowed=f"0 .. {max(self.subscriptions_per_topic - 1, 0)}, "
+                "with consumerBacklogSizeGB > 0",
+            )
+        if self.consumer_backlog_size_gb > 0 and self.total_consumers == 0:
+            raise ConfigError(
+                "a catch-up run needs consumers to read the backlog",
+                path="consumerBacklogSizeGB",
+                value=self.consumer_backlog_size_gb,
+                allowed="0 when subscriptionsPerTopic or consumerPerSubscription is 0",
+            )
+        if self.consumer_backlog_size_gb > 0 and self.producers_per_topic == 0:
+            raise ConfigError(
+                "a catch-up run needs producers to build the backlog",
+                path="consumerBacklogSizeGB",
+                value=self.consumer_backlog_size_gb,
+                allowed="0 when producersPerTopic is 0",
+            )
         if self.topics * self.partitions_per_topic > MAX_TOTAL_PARTITIONS:
             raise ConfigError(
                 f"topics × partitionsPerTopic is above {MAX_TOTAL_PARTITIONS:,}",
@@ -98,6 +129,15 @@ class Workload(BaseModel):
     @property
     def total_consumers(self) -> int:
         return self.topics * self.subscriptions_per_topic * self.consumer_per_subscription
+
+    @property
+    def is_catch_up(self) -> bool:
+        """OMB's backlog mode: pause consumers, build ``consumerBacklogSizeGB``, drain it."""
+        return self.consumer_backlog_size_gb > 0
+
+    @property
+    def catch_up_subscriptions_per_topic(self) -> int:
+        return self.subscriptions_per_topic - self.tailing_subscriptions_per_topic
 
     @property
     def is_rate_discovery(self) -> bool:

@@ -81,6 +81,7 @@ def execute(
         probe_received=outcome.totals.probe_received,
         incomplete=outcome.incomplete,
         stop_reason=outcome.stop_reason,
+        extensions=outcome.extensions,
     )
     return name, result, outcome
 

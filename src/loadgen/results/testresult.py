@@ -9,7 +9,7 @@ number here can be recomputed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,8 +104,10 @@ def build_test_result(
     probe_received: int = 0,
     incomplete: bool = False,
     stop_reason: str | None = None,
+    extensions: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The result document for one run; ``intervals`` are all of them, warm-up flagged."""
+    """The result document for one run; ``intervals`` are all of them, warm-up flagged;
+    ``extensions`` are a scenario's own fields (``rateDiscovery``...), added before ``run``."""
     measured = measured_intervals(intervals)
     aggregate = merge_all(measured) if measured else None
 
@@ -155,5 +157,6 @@ def build_test_result(
     result["incomplete"] = incomplete
     if incomplete:
         result["stopReason"] = stop_reason or "error"
+    result |= extensions or {}
     result["run"] = run
     return result

@@ -296,7 +296,21 @@ def _run_and_show(
             raise
         measured = measured_intervals(report.outcome.intervals)
         display.finish(merge_all(measured) if measured else None, str(report.path))
+    _discovered_rate(report.result)
     _files_written(str(report.path), output)
+
+
+def _discovered_rate(result: dict) -> None:
+    """Rate discovery's outcome, which OMB only logs: the last rate and how it got there."""
+    discovery = result.get("rateDiscovery")
+    if discovery is None:
+        return
+    steps = " -> ".join(f"{change['rate']:,.0f}" for change in discovery["history"][-6:])
+    click.echo(
+        f"rate discovery: {discovery['finalRate']:,.0f} msg/s at the end "
+        f"({len(discovery['history']) - 1} adjustments; last rates {steps})",
+        err=True,
+    )
 
 
 def _files_written(result: str | None, output: Output) -> None:

@@ -85,3 +85,41 @@ def test_a_bad_profile_exits_2_naming_the_segment_field_and_what_is_allowed(tmp_
     assert "producerRateProfile.0.rate: 'fast' is not a rate" in done.stderr
     assert "allowed: a positive number of msg/s" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_slo_search_that_no_rate_meets_exits_1_with_its_evidence(tmp_path):
+    workload = tmp_path / "search.yaml"
+    workload.write_text(TWO_TOPICS + "producerRate: 100\n")
+    done = loadgen(
+        "sweep", workload, "-d", MEMORY, "--slo-p99", "0.0001", "--slo-metric", "e2e",
+        "--search", "1k:4k", "--duration", "1s", "--stats-interval", "1s", "--processes", "1",
+        "--quiet", "--no-report", "-o", "out", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "no rate from 1,000 to 4,000 msg/s meets e2e p99 <= 0.0001 ms" in done.stdout
+    [summary] = (tmp_path / "out").glob("rates-sweep-Memory-*.json")
+    document = json.loads(summary.read_text())
+    assert document["slo"] == {
+        "metric": "e2e", "p99Ms": 0.0001, "low": 1000, "high": 4000, "highestRate": None,
+    }  # fmt: skip
+    assert [p["targetRate"] for p in document["points"]] == [4000, 1000]
+    assert all(p["failedBecause"].startswith("e2e p99 ") for p in document["points"])
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--rates", "1k", "--slo-p99", "5"], "--rates/--slo-p99"),
+        ([], "--rates/--slo-p99"),
+        (["--slo-p99", "5"], "--search"),
+        (["--slo-p99", "5", "--search", "9k:1k"], "--search"),
+        (["--rates", "1k:2k:1"], "--rates"),
+    ],
+)
+def test_bad_sweep_options_exit_2_naming_the_option(tmp_path, args, named):
+    workload = tmp_path / "w.yaml"
+    workload.write_text(TWO_TOPICS + "producerRate: 100\n")
+    done = loadgen("sweep", workload, "-d", MEMORY, *args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"error: {named}: " in done.stderr
+    assert "Traceback" not in done.stderr

@@ -83,6 +83,7 @@ def execute(
         stop_reason=outcome.stop_reason,
         catch_up=outcome.catch_up,
         tailing_per_topic=workload.tailing_subscriptions_per_topic,
+        extensions=outcome.extensions,
     )
     return name, result, outcome
 

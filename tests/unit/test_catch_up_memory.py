@@ -117,6 +117,7 @@ def test_an_interrupted_build_keeps_a_partial_catch_up_block(tmp_path):
         ({"consumerBacklogSizeGB": 0, "tailingSubscriptionsPerTopic": 1}, "tailing"),
         ({"subscriptionsPerTopic": 0}, "consumerBacklogSizeGB"),
         ({"producersPerTopic": 0}, "consumerBacklogSizeGB"),
+        ({"producerRateProfile": [{"rate": 1000, "duration": 5}]}, "producerRateProfile"),
     ],
 )
 def test_impossible_catch_up_workloads_name_the_field(overrides, field):

@@ -111,7 +111,6 @@ def test_producer_only_workload_needs_no_consumers(tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
-        ({"producerRate": 0}, "producerRate"),
         ({"producersPerTopic": 0}, "producersPerTopic"),
     ],
 )

@@ -23,7 +23,7 @@ from loadgen.cluster.split import Assignment, split
 from loadgen.errors import ConfigError, WorkerError, WorkerLost
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import IntervalStats, merge_all
-from loadgen.worker.local import Totals, await_probes
+from loadgen.worker.local import MIN_RATE, Totals, await_probes
 from loadgen.worker.plan import Subscription
 
 log = logging.getLogger("loadgen.cluster")
@@ -236,10 +236,11 @@ class Ensemble:
             self._totals[client.url] = wire.totals_from_json(answer["totals"])
 
     # -- load ----------------------------------------------------------------------------------
+    def _rate_shares(self) -> dict[str, float]:
+        return {c.url: a.rate_share for c, a in zip(self._clients, self._assignments, strict=True)}
+
     def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None:
-        shares = {
-            c.url: a.rate_share for c, a in zip(self._clients, self._assignments, strict=True)
-        }
+        shares = self._rate_shares()
         pool = wire.LoadBody.of(rate, payloads, key_distributor)
 
         def start(client: WorkerClient) -> Awaitable[dict[str, Any]]:
@@ -247,6 +248,17 @@ class Ensemble:
             return client.request("POST", "/load/start", body.model_dump())
 
         self._each(start, self._with(lambda a: a.rate_share > 0))
+
+    def adjust_rate(self, rate: float, *, keep_lag: bool) -> None:
+        """The new total rate, split as :meth:`start_load` split the first one."""
+        shares = self._rate_shares()
+
+        def adjust(client: WorkerClient) -> Awaitable[dict[str, Any]]:
+            share = max(rate * shares[client.url], MIN_RATE)
+            body = wire.RateBody(rate=share, keep_lag=keep_lag)
+            return client.request("POST", "/load/rate", body.model_dump())
+
+        self._each(adjust, self._with(lambda a: a.rate_share > 0))
 
     def stop_load(self, flush_timeout_s: float) -> int:
         answers = self._each(

@@ -169,6 +169,7 @@ def make_app(routes: _Routes, token: str | None, max_body_bytes: int) -> web.App
             web.post("/probe/send", routes.blocking(s.send_probes, wire.TimeoutBody)),
             web.post("/probe/end", routes.blocking(s.end_probe)),
             web.post("/load/start", routes.blocking(s.start_load, wire.LoadBody)),
+            web.post("/load/rate", routes.blocking(s.adjust_rate, wire.RateBody)),
             web.post("/load/stop", routes.blocking(s.stop_load, wire.TimeoutBody)),
             web.post("/snapshot", routes.blocking(s.snapshot, wire.SnapshotBody)),
             web.post("/close", routes.blocking(s.close, wire.CloseBody)),

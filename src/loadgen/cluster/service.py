@@ -78,6 +78,9 @@ class WorkerService:
     def start_load(self, body: wire.LoadBody) -> None:
         self.worker.start_load(body.rate, body.payload_bytes(), body.key_distributor)
 
+    def adjust_rate(self, body: wire.RateBody) -> None:
+        self.worker.adjust_rate(body.rate, keep_lag=body.keep_lag)
+
     def stop_load(self, body: wire.TimeoutBody) -> dict[str, Any]:
         return {"pending": self.worker.stop_load(body.timeout_s)}
 

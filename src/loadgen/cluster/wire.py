@@ -92,6 +92,11 @@ class LoadBody(Body):
         return [base64.b64decode(payload, validate=True) for payload in self.payloads]
 
 
+class RateBody(Body):
+    rate: float = Field(gt=0, allow_inf_nan=False)
+    keep_lag: bool
+
+
 class SnapshotBody(Body):
     start_ms: int
     end_ms: int

@@ -9,7 +9,7 @@ number here can be recomputed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,8 +108,10 @@ def build_test_result(
     stop_reason: str | None = None,
     catch_up: CatchUpOutcome | None = None,
     tailing_per_topic: int = 0,
+    extensions: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The result document for one run; ``intervals`` are all of them, warm-up flagged."""
+    """The result document for one run; ``intervals`` are all of them, warm-up flagged;
+    ``extensions`` are a scenario's own fields (``rateDiscovery``...), added before ``run``."""
     measured = measured_intervals(intervals)
     aggregate = merge_all(measured) if measured else None
 
@@ -162,5 +164,6 @@ def build_test_result(
     result["incomplete"] = incomplete
     if incomplete:
         result["stopReason"] = stop_reason or "error"
+    result |= extensions or {}
     result["run"] = run
     return result

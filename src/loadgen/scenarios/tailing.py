@@ -18,6 +18,7 @@ from typing import Any
 
 from loadgen.errors import ConfigError, DriverError, LoadgenError
 from loadgen.scenarios.catch_up import CHECK_S, CatchUpOutcome, CatchUpPlan, build_and_drain
+from loadgen.scenarios.rate_control import RateControl, rate_control_for
 from loadgen.spec import Workload
 from loadgen.stats import IntervalStats, merge_all
 from loadgen.worker.contract import Worker
@@ -81,6 +82,8 @@ class RunOutcome:
     """Each worker's snapshots, when the run was split over workers."""
     catch_up: CatchUpOutcome | None = None
     """The backlog phases of a catch-up or mixed run."""
+    extensions: dict[str, Any] = field(default_factory=dict)
+    """Result fields a scenario part adds (``rateDiscovery``, ``rateProfile``)."""
 
 
 class _PhaseClock:
@@ -103,10 +106,17 @@ def _now_ms() -> int:
 class _Measurement:
     """Ticks the stats interval and collects snapshots (the worker's single stats reader)."""
 
-    def __init__(self, worker: Worker, workload: Workload, options: RunOptions) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        workload: Workload,
+        options: RunOptions,
+        rate_control: RateControl | None = None,
+    ) -> None:
         self.worker = worker
         self.subscriptions = workload.subscriptions_per_topic
         self.options = options
+        self.rate_control = rate_control
         self.intervals: list[IntervalStats] = []
         self.interval_start_ms = _now_ms()
 
@@ -127,6 +137,9 @@ class _Measurement:
         """Snapshot on an absolute tick every stats interval until ``seconds`` have passed."""
         start = time.monotonic()
         end = start + seconds
+        if self.rate_control is not None:
+            self.rate_control.begin("warmup" if warmup else "measure", start, seconds)
+            self.rate_control.poll(self.worker, start)
         tick_number = 1
         while True:
             tick = min(start + tick_number * self.options.stats_interval_s, end)
@@ -159,17 +172,12 @@ class _Measurement:
                 raise error  # already says what stopped (a lost worker, a worker's own error)
             if error is not None:
                 raise DriverError("producer", f"the producer loop stopped: {error!r}") from error
+            if self.rate_control is not None:
+                self.rate_control.poll(self.worker, time.monotonic())
 
 
-def _check_supported(workload: Workload, options: RunOptions) -> None:
-    unsupported = [
-        (
-            workload.is_rate_discovery,
-            "producerRate",
-            workload.producer_rate,
-            "rate discovery (producerRate <= 0) is not implemented yet",
-            "a rate > 0 msg/s",
-        ),
+def _check_inputs(workload: Workload, options: RunOptions) -> None:
+    refused = [
         (
             bool(options.topic_names) and len(options.topic_names) != workload.topics,
             "topics",
@@ -186,7 +194,7 @@ def _check_supported(workload: Workload, options: RunOptions) -> None:
             "at least 1, or 0 with existing topics",
         ),
     ]
-    for failed, path, value, message, allowed in unsupported:
+    for failed, path, value, message, allowed in refused:
         if failed:
             raise ConfigError(message, path=path, value=value, allowed=allowed)
 
@@ -195,9 +203,10 @@ def run_tailing(
     worker: Worker, workload: Workload, payloads: list[bytes], options: RunOptions
 ) -> RunOutcome:
     """Run ``workload`` on ``worker``; always returns what was measured, even when cut short."""
-    _check_supported(workload, options)
+    _check_inputs(workload, options)
     outcome = RunOutcome(started_ms=_now_ms())
-    measurement = _Measurement(worker, workload, options)
+    rate_control = rate_control_for(workload)
+    measurement = _Measurement(worker, workload, options, rate_control)
     phase_is_warmup = True
     clock = _PhaseClock(outcome.phase_seconds)
     try:
@@ -229,7 +238,8 @@ def run_tailing(
         warmup_s = workload.warmup_duration_s if options.warmup_s is None else options.warmup_s
         duration_s = workload.test_duration_s if options.duration_s is None else options.duration_s
         if producing:
-            worker.start_load(workload.producer_rate, payloads, workload.key_distributor)
+            rate = workload.producer_rate if rate_control is None else rate_control.start_rate
+            worker.start_load(rate, payloads, workload.key_distributor)
         measurement.interval_start_ms = _now_ms()
         if warmup_s > 0:
             options.begin("warmup", warmup_s)
@@ -271,6 +281,8 @@ def run_tailing(
         outcome.totals = worker.totals
         outcome.placement = worker.placement()
         outcome.worker_intervals = worker.worker_intervals
+        if rate_control is not None:
+            outcome.extensions |= rate_control.report()
         outcome.ended_ms = _now_ms()
     return outcome
 

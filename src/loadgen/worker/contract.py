@@ -44,6 +44,10 @@ class Worker(Protocol):
 
     def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None: ...
 
+    def adjust_rate(self, rate: float, *, keep_lag: bool) -> None:
+        """Change the total rate of a running load (split over producer workers as
+        ``start_load`` splits it); ``keep_lag``: see :meth:`loadgen.rate.Schedule.continued`."""
+
     def stop_load(self, flush_timeout_s: float) -> int:
         """Stop sending, wait for in-flight acknowledgements; return how many never came."""
 

@@ -40,6 +40,8 @@ PROBE_CHECK_S = 0.02
 HTTP request per worker)."""
 WORKER_ID = "local"
 """The id of the in-process worker in results and pipeline records (remote ones go by URL)."""
+MIN_RATE = 1.0
+"""The lowest rate a rate adjustment sets (OMB's LocalWorker clamps below 1 msg/s to 1)."""
 UNSTAMPED_BELOW = -(2**62)
 """An end-to-end "latency" below this (about -146 years) comes from a message without a send
 time (:data:`loadgen.driver.NO_SEND_TIME_NS`), not from clock skew."""
@@ -184,6 +186,11 @@ class LocalWorker:
             self._producers, payloads, key_source(key_distributor), rate, self._producer_recorder
         )
         self._loop.start()
+
+    def adjust_rate(self, rate: float, *, keep_lag: bool) -> None:
+        """Send at ``rate`` from now on; below 1 msg/s it is 1 msg/s (OMB's floor)."""
+        if self._loop is not None:
+            self._loop.adjust_rate(max(rate, MIN_RATE), keep_lag=keep_lag)
 
     def stop_load(self, flush_timeout_s: float) -> int:
         """Stop sending and wait for in-flight acknowledgements; return how many never came."""

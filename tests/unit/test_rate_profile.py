@@ -7,7 +7,13 @@ from loadgen.scenarios.rate_control import profile_rate, rate_control_for
 from loadgen.spec import Workload, parse_model
 from loadgen.spec.rate_profile import RateSegment
 
-BASE = {"topics": 1, "partitionsPerTopic": 1, "messageSize": 10, "testDurationMinutes": 1}
+BASE = {
+    "topics": 1,
+    "partitionsPerTopic": 1,
+    "messageSize": 10,
+    "producersPerTopic": 1,
+    "testDurationMinutes": 1,
+}
 
 
 def parse(**fields):
@@ -118,5 +124,6 @@ def test_a_fixed_rate_has_no_rate_control_and_rate_zero_discovers():
     assert rate_control_for(parse(producerRate=100)) is None
     assert rate_control_for(parse(producerRate=0)).start_rate == 10_000
     assert rate_control_for(parse(producerRate=-1)).start_rate == 10_000
+    assert rate_control_for(parse(producerRate=0, producersPerTopic=0)) is None  # nothing to pace
     profiled = parse(producerRateProfile=[{"rate": 42, "duration": 1}])
     assert rate_control_for(profiled).start_rate == 42

@@ -269,9 +269,10 @@ class Accounting:
 
 
 def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting | None:
-    """Union every worker's :meth:`Ledger.to_json`; ``None`` when a message carried no id."""
+    """Union every worker's :meth:`Ledger.to_json`; ``None`` when a message carried no id, or
+    when the run had no producers (a consumer-only run reads what others wrote)."""
     parts = list(ledgers)
-    if not parts or any(part["unidentified"] for part in parts):
+    if not any(part["acked"] for part in parts) or any(part["unidentified"] for part in parts):
         return None
     acked: dict[str, list[RangeSet]] = {}
     received: dict[tuple[str, str], list[dict[str, Any]]] = {}

@@ -8,6 +8,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -20,9 +21,11 @@ from loadgen.cluster.split import SPLITS
 from loadgen.cpus import pin, usable_cpus
 from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
 from loadgen.pipeline.commands import pipeline
-from loadgen.report.console import delivery_warning
+from loadgen.report.console import delivery_warning, format_catch_up
 from loadgen.report.display import display_for
-from loadgen.runner import run_one
+from loadgen.results.files import result_stem, write_json_atomic
+from loadgen.runner import RunReport, run_one
+from loadgen.scenarios import sweep
 from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload, load_driver_spec, load_workload, parse_duration, validate_file
 from loadgen.spec.driver_spec import DriverSpec
@@ -115,6 +118,19 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
 )
 @click.option("--keep-topics", is_flag=True, help="Do not delete the topics after the run.")
 @click.option(
+    "--existing-topics",
+    default=None,
+    help="Use these topics (NAME,NAME,...; one per workload topic; created if absent, never "
+    "deleted) instead of fresh ones. With producersPerTopic: 0, a consumer-only run reads them.",
+)
+@click.option(
+    "--catch-up-timeout",
+    callback=_duration("--catch-up-timeout"),
+    default="10m",
+    show_default=True,
+    help="Catch-up runs: the longest the backlog may take to build, and then to drain.",
+)
+@click.option(
     "--lenient",
     is_flag=True,
     help="Ignore unknown YAML keys with a warning (OMB behaviour) instead of failing.",
@@ -174,6 +190,8 @@ def run(
     warmup: float | None,
     stats_interval: float,
     keep_topics: bool,
+    existing_topics: str | None,
+    catch_up_timeout: float,
     lenient: bool,
     quiet: bool,
     plain: bool,
@@ -202,24 +220,18 @@ def run(
         raise ConfigError(
             "must be positive", path="--duration", value=duration, allowed="a positive duration"
         )
+    if catch_up_timeout <= 0:
+        raise ConfigError(
+            "must be positive",
+            path="--catch-up-timeout",
+            value=catch_up_timeout,
+            allowed="a positive duration",
+        )
     output = Output(
         out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=json_lines), not no_report
     )
     pinned = None if cpus is None else usable_cpus(cpus)
-    if workers and processes is not None:
-        raise ConfigError(
-            "--processes starts workers on this host, --workers uses others: choose one",
-            path="--processes",
-            value=processes,
-            allowed="no --processes with --workers",
-        )
-    placement = Placement(
-        workers=worker_urls(workers) if workers else (),
-        processes=processes or (len(pinned) if pinned is not None else cores()),
-        split=split,
-        token=token,
-        cpus=() if pinned is None else tuple(sorted(pinned)),
-    )
+    placement = _placement(workers, processes, token, split, pinned)
     loaded = [(path, load_workload(path, lenient=lenient)) for path in workloads]
     specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
     options = RunOptions(
@@ -227,6 +239,8 @@ def run(
         warmup_s=warmup,
         stats_interval_s=stats_interval,
         keep_topics=keep_topics,
+        topic_names=_names("--existing-topics", existing_topics),
+        catch_up_timeout_s=catch_up_timeout,
         pipeline_dir=None if pipeline_dir is None else str(pipeline_dir),
     )
     single_run = len(loaded) * len(specs) == 1
@@ -248,6 +262,39 @@ def run(
                     worst = max(worst, exit_code_for(error))
     if worst:
         sys.exit(worst)
+
+
+def _names(option: str, text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return ()
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        raise ConfigError("an empty name", path=option, value=text, allowed="NAME or NAME,NAME,...")
+    return names
+
+
+def _placement(
+    workers: str | None,
+    processes: int | None,
+    token: str | None,
+    split: str | None = None,
+    pinned: frozenset[int] | None = None,
+) -> Placement:
+    """Where runs go: ``--workers``, or ``--processes`` on this host (one per usable core)."""
+    if workers and processes is not None:
+        raise ConfigError(
+            "--processes starts workers on this host, --workers uses others: choose one",
+            path="--processes",
+            value=processes,
+            allowed="no --processes with --workers",
+        )
+    return Placement(
+        workers=worker_urls(workers) if workers else (),
+        processes=processes or (len(pinned) if pinned is not None else cores()),
+        split=split,
+        token=token,
+        cpus=() if pinned is None else tuple(sorted(pinned)),
+    )
 
 
 def _display_mode(*, quiet: bool, plain: bool, json_lines: bool) -> str:
@@ -284,7 +331,7 @@ def _run_and_show(
     options: RunOptions,
     placement: Placement,
     output: Output,
-) -> None:
+) -> RunReport:
     title = f"{workload.name or path.stem} on {spec.name} ({spec.kind})"
     click.echo(f"== {title}", err=True)
     with display_for(output.display, title) as display:
@@ -300,7 +347,24 @@ def _run_and_show(
     warning = delivery_warning(report.result)
     if warning is not None:
         click.echo(warning, err=True)
+    if "catchUp" in report.result and output.display != "json-lines":
+        click.echo(format_catch_up(report.result["catchUp"]), err=True)
+    _discovered_rate(report.result)
     _files_written(str(report.path), output)
+    return report
+
+
+def _discovered_rate(result: dict) -> None:
+    """Rate discovery's outcome, which OMB only logs: the last rate and how it got there."""
+    discovery = result.get("rateDiscovery")
+    if discovery is None:
+        return
+    steps = " -> ".join(f"{change['rate']:,.0f}" for change in discovery["history"][-6:])
+    click.echo(
+        f"rate discovery: {discovery['finalRate']:,.0f} msg/s at the end "
+        f"({len(discovery['history']) - 1} adjustments; last rates {steps})",
+        err=True,
+    )
 
 
 def _files_written(result: str | None, output: Output) -> None:
@@ -319,6 +383,174 @@ def _files_written(result: str | None, output: Output) -> None:
         click.echo(f"warning: the report was not written: {error!r}", err=True)
         return
     click.echo(f"report: {target}", err=True)
+
+
+@cli.command("sweep")
+@click.argument("workload_path", metavar="WORKLOAD", type=click.Path(path_type=Path))
+@click.option(
+    "-d",
+    "--driver",
+    type=click.Path(path_type=Path),
+    help="Driver YAML. Without it, a local Kafka broker is started.",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Directory for the result files and the sweep summary.",
+)
+@click.option("--rates", help="Rates to run: 1k,5k,10k or START:STOP:COUNT (evenly spaced).")
+@click.option(
+    "--slo-p99",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Instead of --rates, find the highest rate whose p99 (ms) stays at or under this.",
+)
+@click.option(
+    "--slo-metric",
+    type=click.Choice(sorted(sweep.METRICS)),
+    default="e2e",
+    show_default=True,
+    help="The latency the SLO bounds.",
+)
+@click.option("--search", "search_range", help="The SLO search's rates: LOW:HIGH (10k:1M).")
+@click.option(
+    "--max-runs",
+    type=click.IntRange(min=2),
+    default=7,
+    show_default=True,
+    help="Most runs an SLO search makes (the two ends included).",
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0, min_open=True),
+    default=0.05,
+    show_default=True,
+    help="An SLO search stops when the lowest failing rate is within this of the highest passing.",
+)
+@click.option("--duration", callback=_duration("--duration"), help="Each run's measured phase.")
+@click.option("--warmup", callback=_duration("--warmup"), help="Each run's warm-up.")
+@click.option(
+    "--stats-interval",
+    callback=_duration("--stats-interval"),
+    default="10s",
+    show_default=True,
+    help="Stats period (1s or more).",
+)
+@click.option("--lenient", is_flag=True, help="Ignore unknown YAML keys with a warning.")
+@click.option("-q", "--quiet", is_flag=True, help="Only each run's closing aggregate.")
+@click.option("--plain", is_flag=True, help="Plain lines even on a terminal (no live view).")
+@click.option("--no-report", is_flag=True, help="No HTML reports (per run and for the sweep).")
+@click.option("--workers", default=None, help="Run on these `loadgen worker`s (URL,URL,...).")
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes on this host [default: one per usable core].",
+)
+@click.option(
+    "--token", envvar=TOKEN_ENV, default=None, help=f"The workers' token (or {TOKEN_ENV})."
+)
+def sweep_command(
+    workload_path: Path,
+    driver: Path | None,
+    out_dir: Path,
+    rates: str | None,
+    slo_p99: float | None,
+    slo_metric: str,
+    search_range: str | None,
+    max_runs: int,
+    tolerance: float,
+    duration: float | None,
+    warmup: float | None,
+    stats_interval: float,
+    lenient: bool,
+    quiet: bool,
+    plain: bool,
+    no_report: bool,
+    workers: str | None,
+    processes: int | None,
+    token: str | None,
+) -> None:
+    """Run WORKLOAD at several rates (--rates), or search for the highest rate that meets a
+    p99 bound (--slo-p99 with --search LOW:HIGH), and write a rate-vs-latency table and chart.
+
+    Each run writes its own result, as `loadgen run` does; the summary
+    `<workload>-sweep-<driver>-<time>.json` (and `.html`) lists them. An SLO search that finds
+    no rate exits 1.
+    """
+    if (rates is None) == (slo_p99 is None):
+        raise ConfigError(
+            "give either --rates (a sweep) or --slo-p99 (an SLO search)",
+            path="--rates/--slo-p99",
+            allowed="exactly one of them",
+        )
+    if slo_p99 is not None and search_range is None:
+        raise ConfigError(
+            "an SLO search needs the rates to search between",
+            path="--search",
+            allowed="LOW:HIGH, e.g. 10k:1M",
+        )
+    if stats_interval < 1:
+        raise ConfigError(
+            "must be at least 1 second",
+            path="--stats-interval",
+            value=stats_interval,
+            allowed="1s or more",
+        )
+    planned = sweep.parse_rates(rates, "--rates") if rates is not None else None
+    bounds = None if search_range is None else sweep.parse_search(search_range, "--search")
+    workload = load_workload(workload_path, lenient=lenient)
+    if slo_metric == "e2e" and slo_p99 is not None and workload.subscriptions_per_topic == 0:
+        raise ConfigError(
+            "an e2e SLO needs consumers",
+            file=str(workload_path),
+            path="subscriptionsPerTopic",
+            value=0,
+            allowed="at least 1, or --slo-metric publish",
+        )
+    output = Output(
+        out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report
+    )
+    placement = _placement(workers, processes, token)
+    options = RunOptions(duration_s=duration, warmup_s=warmup, stats_interval_s=stats_interval)
+    with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
+        spec = (
+            load_driver_spec(driver, lenient=lenient)
+            if driver is not None
+            else stack.enter_context(_embedded_kafka())
+        )
+
+        def run_at(at: Workload) -> RunReport:
+            return _run_and_show(at, workload_path, spec, options, placement, output)
+
+        def measure(rate: float) -> sweep.SweepPoint:
+            return sweep.measure_point(workload, rate, run_at)
+
+        found = None
+        if planned is not None:
+            points = [measure(rate) for rate in planned]
+        else:
+            slo = sweep.Slo(slo_metric, slo_p99)
+            found = sweep.search(measure, slo, *bounds, max_runs, tolerance)
+            points = found.points
+    from loadgen.report import sweep as sweep_report  # matplotlib: only when a sweep ran
+
+    name = workload.name or workload_path.stem
+    summary = sweep.sweep_document(name, spec.name, points, found)
+    stem = result_stem(f"{name}-sweep", spec.name, datetime.now(UTC))
+    target = out_dir / f"{stem}.json"
+    write_json_atomic(target, summary)
+    click.echo(sweep_report.table_text(summary))
+    click.echo(f"sweep: {target}", err=True)
+    if not no_report:
+        click.echo(
+            f"report: {sweep_report.write_html(summary, target.with_suffix('.html'))}", err=True
+        )
+    if found is not None and found.highest_rate is None:
+        sys.exit(1)
 
 
 @cli.command()

@@ -31,6 +31,8 @@ HIGHEST_TRACKABLE_US = {
     "publishFromIntended": 60_000_000,
     "endToEnd": 43_200_000_000,
     "endToEndFromIntended": 43_200_000_000,
+    "endToEndTailing": 43_200_000_000,
+    "endToEndCatchUp": 43_200_000_000,
 }
 PERCENTILE_TICKS_PER_HALF_DISTANCE = 100
 SPARSE_BELOW = 8

@@ -27,6 +27,16 @@ class Schedule:
     def intended_ns(self, index: int) -> int:
         return self.start_ns + int(index * self.interval_ns)
 
+    def continued(self, index: int, now_ns: int, rate: float, *, keep_lag: bool) -> Schedule:
+        """A schedule at ``rate`` on which message ``index`` is intended at ``now_ns``.
+
+        With ``keep_lag`` a sender that is behind stays behind (message ``index`` keeps its
+        intended time), so a rate profile never hides lag; without it the lag is forgotten,
+        as OMB's fresh UniformRateLimiter on each rate adjustment does.
+        """
+        at = min(self.intended_ns(index), now_ns) if keep_lag else now_ns
+        return Schedule(at - round(index * 1e9 / rate), rate)
+
     def due(self, now_ns: int) -> int:
         """How many messages (indices 0..n-1) are due at ``now_ns``."""
         if now_ns < self.start_ns:

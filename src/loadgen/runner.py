@@ -82,6 +82,9 @@ def execute(
         incomplete=outcome.incomplete,
         stop_reason=outcome.stop_reason,
         accounting=outcome.accounting,
+        catch_up=outcome.catch_up,
+        tailing_per_topic=workload.tailing_subscriptions_per_topic,
+        extensions=outcome.extensions,
     )
     return name, result, outcome
 

@@ -17,6 +17,11 @@ PUBLISH_FROM_INTENDED = "publishFromIntended"
 END_TO_END = "endToEnd"
 END_TO_END_FROM_INTENDED = "endToEndFromIntended"
 METRICS = (PUBLISH, PUBLISH_DELAY, PUBLISH_FROM_INTENDED, END_TO_END, END_TO_END_FROM_INTENDED)
+END_TO_END_TAILING = "endToEndTailing"
+END_TO_END_CATCH_UP = "endToEndCatchUp"
+ROLE_METRICS = (END_TO_END_TAILING, END_TO_END_CATCH_UP)
+"""End-to-end latency split by consumer role, recorded only when a run has catch-up
+subscriptions (catch-up and mixed runs): ``endToEnd`` stays OMB's, over every subscription."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ class IntervalStats:
     negative_e2e: int = 0
     duplicates: int = 0
     out_of_order: int = 0
+    received_catch_up: int = 0
+    """Of ``received``, what catch-up subscriptions received (catch-up and mixed runs)."""
     warmup: bool = False
     histograms: Mapping[str, hdr.Histogram] = field(default_factory=dict)
 
@@ -72,7 +79,7 @@ def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
     if not items:
         raise ValueError("merge_all needs at least one snapshot")
     histograms = {}
-    for metric in METRICS:
+    for metric in METRICS + ROLE_METRICS:
         present = [s.histograms[metric] for s in items if metric in s.histograms]
         if present:
             histograms[metric] = hdr.merge(metric, present)
@@ -87,6 +94,7 @@ def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
         negative_e2e=sum(s.negative_e2e for s in items),
         duplicates=sum(s.duplicates for s in items),
         out_of_order=sum(s.out_of_order for s in items),
+        received_catch_up=sum(s.received_catch_up for s in items),
         warmup=all(s.warmup for s in items),
         histograms=histograms,
     )

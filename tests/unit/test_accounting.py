@@ -100,6 +100,10 @@ def test_no_account_without_ids_and_no_loss_without_a_drain():
     assert account([ledger.to_json()], drained=False).lost is None
     ledger.record([rows([NO_MESSAGE_ID])], ids())
     assert account([ledger.to_json()], drained=True) is None
+    reader = Ledger()  # a consumer-only run: what it reads was sent by others
+    reader.add_consumer("t", "s")
+    reader.record([rows([P0])], ids())
+    assert account([reader.to_json()], drained=True) is None
 
 
 def test_in_order_delivery_keeps_one_range_per_producer_however_many_messages():

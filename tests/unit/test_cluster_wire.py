@@ -73,3 +73,12 @@ def test_payloads_travel_as_base64_bytes():
 def test_bad_bodies_are_refused_naming_the_field(model, body, field):
     with pytest.raises(ValidationError, match=field):
         model.model_validate(body)
+
+
+@pytest.mark.parametrize(
+    "body", [{"rate": 0, "keep_lag": True}, {"rate": 5.0}, {"rate": "nan", "keep_lag": False}]
+)
+def test_a_rate_change_needs_a_positive_finite_rate_and_the_lag_choice(body):
+    with pytest.raises(ValidationError):
+        wire.RateBody.model_validate(body)
+    assert wire.RateBody.model_validate({"rate": 2.5, "keep_lag": True}).rate == 2.5

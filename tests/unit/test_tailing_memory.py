@@ -114,8 +114,7 @@ def test_producer_only_workload_needs_no_consumers(tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
-        ({"producerRate": 0}, "producerRate"),
-        ({"consumerBacklogSizeGB": 0.1}, "consumerBacklogSizeGB"),
+        ({"producersPerTopic": 0}, "producersPerTopic"),
     ],
 )
 def test_scenarios_not_built_yet_are_refused_with_the_field_named(tmp_path, overrides, field):

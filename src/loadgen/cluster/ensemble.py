@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,7 +23,7 @@ from loadgen.cluster.split import Assignment, split
 from loadgen.errors import ConfigError, WorkerError, WorkerLost
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import IntervalStats, merge_all
-from loadgen.worker.local import Totals, await_probes
+from loadgen.worker.local import MIN_RATE, Totals, await_probes
 from loadgen.worker.plan import Subscription
 
 log = logging.getLogger("loadgen.cluster")
@@ -181,10 +181,23 @@ class Ensemble:
         )
         return self._topics
 
-    def create_consumers(self, subscriptions: Sequence[Subscription]) -> None:
+    def create_consumers(
+        self, subscriptions: Sequence[Subscription], catch_up: Collection[str] = ()
+    ) -> None:
         self._consumers = list(subscriptions)
         placed = split(self._rule, len(self._clients), self._topics, [], self._consumers)
-        self._create("/consumers", "subscriptions", [a.consumers for a in placed])
+        self._create(
+            "/consumers", "subscriptions", [a.consumers for a in placed], catch_up=sorted(catch_up)
+        )
+
+    def pause_catch_up(self, paused: bool) -> None:
+        self._each(
+            lambda c: c.request(
+                "POST", "/consumers/catch-up", {"paused": paused}, timeout_s=SETUP_TIMEOUT_S
+            ),
+            self._with(lambda a: a.consumers),
+            blocking=True,
+        )
 
     def create_producers(self, topics: Sequence[str]) -> None:
         self._assignments = split(
@@ -195,13 +208,18 @@ class Ensemble:
         self._create("/producers", "topics", shares, [{"first_number": first} for first in firsts])
 
     def _create(
-        self, path: str, field: str, shares: list[tuple], extras: list[dict[str, Any]] | None = None
+        self,
+        path: str,
+        field: str,
+        shares: list[tuple],
+        per_worker: Sequence[dict[str, Any]] = (),
+        **extra: Any,
     ) -> None:
-        """POST each worker its share (``extras``: more fields of each worker's body)."""
-        extras = extras or [{} for _ in shares]
+        """POST each worker its share, with the ``extra`` fields and its own ``per_worker``."""
+        own = list(per_worker) or [{} for _ in shares]
         bodies = {
-            c.url: {field: list(share), **extra}
-            for c, share, extra in zip(self._clients, shares, extras, strict=True)
+            c.url: {field: list(share), **extra, **fields}
+            for c, share, fields in zip(self._clients, shares, own, strict=True)
         }
         self._each(
             lambda c: c.request("POST", path, bodies[c.url], timeout_s=SETUP_TIMEOUT_S),
@@ -230,10 +248,11 @@ class Ensemble:
             self._totals[client.url] = wire.totals_from_json(answer["totals"])
 
     # -- load ----------------------------------------------------------------------------------
+    def _rate_shares(self) -> dict[str, float]:
+        return {c.url: a.rate_share for c, a in zip(self._clients, self._assignments, strict=True)}
+
     def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None:
-        shares = {
-            c.url: a.rate_share for c, a in zip(self._clients, self._assignments, strict=True)
-        }
+        shares = self._rate_shares()
         pool = wire.LoadBody.of(rate, payloads, key_distributor)
 
         def start(client: WorkerClient) -> Awaitable[dict[str, Any]]:
@@ -241,6 +260,17 @@ class Ensemble:
             return client.request("POST", "/load/start", body.model_dump())
 
         self._each(start, self._with(lambda a: a.rate_share > 0))
+
+    def adjust_rate(self, rate: float, *, keep_lag: bool) -> None:
+        """The new total rate, split as :meth:`start_load` split the first one."""
+        shares = self._rate_shares()
+
+        def adjust(client: WorkerClient) -> Awaitable[dict[str, Any]]:
+            share = max(rate * shares[client.url], MIN_RATE)
+            body = wire.RateBody(rate=share, keep_lag=keep_lag)
+            return client.request("POST", "/load/rate", body.model_dump())
+
+        self._each(adjust, self._with(lambda a: a.rate_share > 0))
 
     def stop_load(self, flush_timeout_s: float) -> int:
         answers = self._each(
@@ -276,6 +306,9 @@ class Ensemble:
     def received_so_far(self) -> int:
         return self._counter("receivedSoFar")
 
+    def received_catch_up_so_far(self) -> int:
+        return self._counter("receivedCatchUpSoFar")
+
     @property
     def totals(self) -> Totals:
         summed = Totals()
@@ -284,6 +317,7 @@ class Ensemble:
             summed.received += part.received
             summed.probe_sent += part.probe_sent
             summed.probe_received += part.probe_received
+            summed.received_catch_up += part.received_catch_up
         return summed
 
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats:

@@ -60,7 +60,10 @@ class WorkerService:
         self.worker.adopt_topics(body.names, body.partitions)
 
     def create_consumers(self, body: wire.ConsumersBody) -> None:
-        self.worker.create_consumers(body.subscriptions)
+        self.worker.create_consumers(body.subscriptions, set(body.catch_up))
+
+    def pause_catch_up(self, body: wire.PauseBody) -> None:
+        self.worker.pause_catch_up(body.paused)
 
     def create_producers(self, body: wire.ProducersBody) -> None:
         self.worker.create_producers(body.topics, body.first_number)
@@ -74,6 +77,9 @@ class WorkerService:
 
     def start_load(self, body: wire.LoadBody) -> None:
         self.worker.start_load(body.rate, body.payload_bytes(), body.key_distributor)
+
+    def adjust_rate(self, body: wire.RateBody) -> None:
+        self.worker.adjust_rate(body.rate, keep_lag=body.keep_lag)
 
     def stop_load(self, body: wire.TimeoutBody) -> dict[str, Any]:
         return {"pending": self.worker.stop_load(body.timeout_s)}
@@ -96,6 +102,7 @@ class WorkerService:
         return {
             "sentSoFar": worker.sent_so_far(),
             "receivedSoFar": worker.received_so_far(),
+            "receivedCatchUpSoFar": worker.received_catch_up_so_far(),
             "loopError": None if error is None else repr(error),
         }
 

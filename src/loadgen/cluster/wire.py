@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loadgen import hdr
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import METRICS, IntervalStats
+from loadgen.stats import METRICS, ROLE_METRICS, IntervalStats
 from loadgen.worker.local import Totals
 
 PROTOCOL = 2
@@ -61,6 +61,12 @@ class AdoptBody(Body):
 
 class ConsumersBody(Body):
     subscriptions: list[tuple[str, str]]
+    catch_up: list[str] = []
+    """The subscriptions (names) whose consumers build and then read a backlog."""
+
+
+class PauseBody(Body):
+    paused: bool
 
 
 class ProducersBody(Body):
@@ -88,6 +94,11 @@ class LoadBody(Body):
         return [base64.b64decode(payload, validate=True) for payload in self.payloads]
 
 
+class RateBody(Body):
+    rate: float = Field(gt=0, allow_inf_nan=False)
+    keep_lag: bool
+
+
 class SnapshotBody(Body):
     start_ms: int
     end_ms: int
@@ -110,6 +121,7 @@ def stats_to_json(stats: IntervalStats) -> dict[str, Any]:
         "negativeE2e": stats.negative_e2e,
         "duplicates": stats.duplicates,
         "outOfOrder": stats.out_of_order,
+        "receivedCatchUp": stats.received_catch_up,
         "warmup": stats.warmup,
         "histograms": {metric: hdr.encode(h) for metric, h in stats.histograms.items()},
     }
@@ -127,11 +139,12 @@ def stats_from_json(data: dict[str, Any]) -> IntervalStats:
         negative_e2e=data["negativeE2e"],
         duplicates=data["duplicates"],
         out_of_order=data["outOfOrder"],
+        received_catch_up=data["receivedCatchUp"],
         warmup=data["warmup"],
         histograms={
             metric: hdr.decode(metric, text)
             for metric, text in data["histograms"].items()
-            if metric in METRICS
+            if metric in METRICS + ROLE_METRICS
         },
     )
 
@@ -142,8 +155,15 @@ def totals_to_json(totals: Totals) -> dict[str, int]:
         "received": totals.received,
         "probeSent": totals.probe_sent,
         "probeReceived": totals.probe_received,
+        "receivedCatchUp": totals.received_catch_up,
     }
 
 
 def totals_from_json(data: dict[str, int]) -> Totals:
-    return Totals(data["sent"], data["received"], data["probeSent"], data["probeReceived"])
+    return Totals(
+        data["sent"],
+        data["received"],
+        data["probeSent"],
+        data["probeReceived"],
+        data["receivedCatchUp"],
+    )

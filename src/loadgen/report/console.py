@@ -80,3 +80,34 @@ def delivery_warning(result: dict[str, Any]) -> str | None:
         f"WARNING: messages not delivered exactly once: {', '.join(found)} "
         "(lost: acknowledged, never received; see deliveryAccounting in the result)"
     )
+
+
+def format_catch_up(block: dict) -> str:
+    """The result's ``catchUp`` block in a line or two: backlog built, drained, how fast."""
+    if block["backlogMessages"] is None:
+        return "Catch-up: the backlog was still building when the run ended"
+    reached = "" if block["targetReached"] else " (target not reached)"
+    lines = [
+        f"Catch-up: backlog {block['backlogMessages']:,} messages "
+        f"({block['backlogBytes'] / MB:,.1f} MB){reached} built in {block['buildSeconds']:.1f} s"
+    ]
+    drain = block["phases"]["drain"]
+    if block["drained"]:
+        lines.append(
+            f"          drained in {block['drainSeconds']:.1f} s at {block['drainRate']:,.0f} msg/s"
+        )
+    else:
+        lines.append(
+            f"          NOT drained below {block['drainedBelowMessages']:,} messages"
+            + (f" (read {drain['catchUpReadRate']:,.0f} msg/s)" if drain else "")
+        )
+    if drain and "endToEndTailing" in drain:
+        tailing = [block["phases"][name] for name in ("build", "drain", "steady")]
+        p99s = "/".join(
+            f"{phase['endToEndTailing']['99pct']:.3f}"
+            if phase and "endToEndTailing" in phase
+            else "-"
+            for phase in tailing
+        )
+        lines.append(f"          tailing e2e p99 (ms) build/drain/steady {p99s}")
+    return "\n".join(lines)

@@ -9,12 +9,14 @@ number here can be recomputed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from loadgen import hdr
 from loadgen.accounting import Accounting
+from loadgen.results.catch_up import catch_up_fields, role_histograms
+from loadgen.scenarios.catch_up import CatchUpOutcome
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
@@ -121,12 +123,14 @@ def build_test_result(
     probe_received: int = 0,
     incomplete: bool = False,
     stop_reason: str | None = None,
+    catch_up: CatchUpOutcome | None = None,
+    tailing_per_topic: int = 0,
+    extensions: Mapping[str, Any] | None = None,
     accounting: Accounting | None = None,
 ) -> dict[str, Any]:
-    """The result document for one run; ``intervals`` are all of them, warm-up flagged.
-
-    ``accounting`` ``None`` (the run could not account) makes the counts ``null``, not 0.
-    """
+    """The result document for one run; ``intervals`` are all of them, warm-up flagged;
+    ``extensions`` are a scenario's own fields (``rateDiscovery``...), added before ``run``;
+    ``accounting`` ``None`` (the run could not account) makes its counts ``null``, not 0."""
     measured = measured_intervals(intervals)
     aggregate = merge_all(measured) if measured else None
 
@@ -175,8 +179,12 @@ def build_test_result(
         }
         for metric in METRICS
     }
+    if catch_up is not None:
+        result["histograms"] |= role_histograms(intervals)
+        result["catchUp"] = catch_up_fields(catch_up, intervals, tailing_per_topic)
     result["incomplete"] = incomplete
     if incomplete:
         result["stopReason"] = stop_reason or "error"
+    result |= extensions or {}
     result["run"] = run
     return result

@@ -18,11 +18,13 @@ from typing import Any
 
 from loadgen.accounting import Accounting, account
 from loadgen.errors import ConfigError, DriverError, LoadgenError
+from loadgen.scenarios.catch_up import CHECK_S, CatchUpOutcome, CatchUpPlan, build_and_drain
+from loadgen.scenarios.rate_control import RateControl, rate_control_for
 from loadgen.spec import Workload
 from loadgen.stats import IntervalStats, merge_all
 from loadgen.worker.contract import Worker
 from loadgen.worker.local import Totals
-from loadgen.worker.plan import consumer_subscriptions, producer_topics
+from loadgen.worker.plan import catch_up_subscriptions, consumer_subscriptions, producer_topics
 
 log = logging.getLogger("loadgen.run")
 
@@ -48,6 +50,8 @@ class RunOptions:
     probe_timeout_s: float = 60.0
     reachable_timeout_s: float = 10.0
     drain_timeout_s: float = 10.0
+    catch_up_timeout_s: float = 600.0
+    """Longest a catch-up run builds its backlog, and then longest it drains it."""
     pipeline_dir: str | None = None
     """Land every interval for the Spark pipeline here (:mod:`loadgen.pipeline.landing`)."""
     on_interval: IntervalCallback | None = None
@@ -82,6 +86,10 @@ class RunOutcome:
     accounting: Accounting | None = None
     """Duplicates, reorders and losses (:mod:`loadgen.accounting`); ``None`` when the run
     could not account (a message without an id, or the ranges could not be collected)."""
+    catch_up: CatchUpOutcome | None = None
+    """The backlog phases of a catch-up or mixed run."""
+    extensions: dict[str, Any] = field(default_factory=dict)
+    """Result fields a scenario part adds (``rateDiscovery``, ``rateProfile``)."""
 
 
 class _PhaseClock:
@@ -104,10 +112,17 @@ def _now_ms() -> int:
 class _Measurement:
     """Ticks the stats interval and collects snapshots (the worker's single stats reader)."""
 
-    def __init__(self, worker: Worker, workload: Workload, options: RunOptions) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        workload: Workload,
+        options: RunOptions,
+        rate_control: RateControl | None = None,
+    ) -> None:
         self.worker = worker
         self.subscriptions = workload.subscriptions_per_topic
         self.options = options
+        self.rate_control = rate_control
         self.intervals: list[IntervalStats] = []
         self.interval_start_ms = _now_ms()
 
@@ -128,6 +143,9 @@ class _Measurement:
         """Snapshot on an absolute tick every stats interval until ``seconds`` have passed."""
         start = time.monotonic()
         end = start + seconds
+        if self.rate_control is not None:
+            self.rate_control.begin("warmup" if warmup else "measure", start, seconds)
+            self.rate_control.poll(self.worker, start)
         tick_number = 1
         while True:
             tick = min(start + tick_number * self.options.stats_interval_s, end)
@@ -136,6 +154,20 @@ class _Measurement:
             if tick >= end:
                 return
             tick_number += 1
+
+    def run_until(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        """Snapshot every stats interval until ``done()`` holds (checked every 0.1 s) or
+        ``timeout_s`` passed, then once more, so the phase ends on an interval boundary."""
+        start = time.monotonic()
+        deadline = start + timeout_s
+        tick = start + self.options.stats_interval_s
+        while not (reached := done()) and time.monotonic() < deadline:
+            self._sleep_until(min(time.monotonic() + CHECK_S, tick, deadline))
+            if time.monotonic() >= tick:
+                self.take(warmup=False)
+                tick += self.options.stats_interval_s
+        self.take(warmup=False)
+        return reached
 
     def _sleep_until(self, deadline: float) -> None:
         """Sleep in short steps so a dead producer loop (or worker) is noticed within 0.25 s."""
@@ -146,24 +178,12 @@ class _Measurement:
                 raise error  # already says what stopped (a lost worker, a worker's own error)
             if error is not None:
                 raise DriverError("producer", f"the producer loop stopped: {error!r}") from error
+            if self.rate_control is not None:
+                self.rate_control.poll(self.worker, time.monotonic())
 
 
-def _check_supported(workload: Workload, options: RunOptions) -> None:
-    unsupported = [
-        (
-            workload.is_rate_discovery,
-            "producerRate",
-            workload.producer_rate,
-            "rate discovery (producerRate <= 0) is not implemented yet",
-            "a rate > 0 msg/s",
-        ),
-        (
-            workload.consumer_backlog_size_gb > 0,
-            "consumerBacklogSizeGB",
-            workload.consumer_backlog_size_gb,
-            "catch-up runs are not implemented yet",
-            "0",
-        ),
+def _check_inputs(workload: Workload, options: RunOptions) -> None:
+    refused = [
         (
             bool(options.topic_names) and len(options.topic_names) != workload.topics,
             "topics",
@@ -172,14 +192,15 @@ def _check_supported(workload: Workload, options: RunOptions) -> None:
             f"{len(options.topic_names)}",
         ),
         (
-            workload.producers_per_topic < 1,
+            workload.producers_per_topic < 1 and not options.topic_names,
             "producersPerTopic",
             workload.producers_per_topic,
-            "consumer-only runs are not implemented yet",
-            "at least 1",
+            "a consumer-only run (no producers) reads existing topics: name them "
+            "(--existing-topics) or give producers",
+            "at least 1, or 0 with existing topics",
         ),
     ]
-    for failed, path, value, message, allowed in unsupported:
+    for failed, path, value, message, allowed in refused:
         if failed:
             raise ConfigError(message, path=path, value=value, allowed=allowed)
 
@@ -188,9 +209,10 @@ def run_tailing(
     worker: Worker, workload: Workload, payloads: list[bytes], options: RunOptions
 ) -> RunOutcome:
     """Run ``workload`` on ``worker``; always returns what was measured, even when cut short."""
-    _check_supported(workload, options)
+    _check_inputs(workload, options)
     outcome = RunOutcome(started_ms=_now_ms())
-    measurement = _Measurement(worker, workload, options)
+    rate_control = rate_control_for(workload)
+    measurement = _Measurement(worker, workload, options, rate_control)
     phase_is_warmup = True
     clock = _PhaseClock(outcome.phase_seconds)
     try:
@@ -201,28 +223,46 @@ def run_tailing(
             workload.topics, workload.partitions_per_topic, options.topic_names
         )
         clock.mark("topics")
-        worker.create_consumers(
-            consumer_subscriptions(
-                outcome.topics, workload.subscriptions_per_topic, workload.consumer_per_subscription
-            )
+        subscriptions = consumer_subscriptions(
+            outcome.topics, workload.subscriptions_per_topic, workload.consumer_per_subscription
         )
+        catch_up = set()
+        if workload.is_catch_up:
+            catch_up = catch_up_subscriptions(
+                subscriptions, workload.tailing_subscriptions_per_topic
+            )
+        worker.create_consumers(subscriptions, catch_up)
         clock.mark("consumers")
         worker.create_producers(producer_topics(outcome.topics, workload.producers_per_topic))
         clock.mark("producers")
-        if worker.has_consumers:
+        producing = workload.producers_per_topic > 0
+        if worker.has_consumers and producing:
             worker.probe(
                 workload.topics * workload.subscriptions_per_topic, options.probe_timeout_s
             )
             clock.mark("probe")
         warmup_s = workload.warmup_duration_s if options.warmup_s is None else options.warmup_s
         duration_s = workload.test_duration_s if options.duration_s is None else options.duration_s
-        worker.start_load(workload.producer_rate, payloads, workload.key_distributor)
+        if producing:
+            rate = workload.producer_rate if rate_control is None else rate_control.start_rate
+            worker.start_load(rate, payloads, workload.key_distributor)
         measurement.interval_start_ms = _now_ms()
         if warmup_s > 0:
             options.begin("warmup", warmup_s)
             measurement.run_phase(warmup_s, warmup=True)
             clock.mark("warmup")
         phase_is_warmup = False
+        if workload.is_catch_up:
+            outcome.catch_up = CatchUpOutcome(CatchUpPlan.of(workload))
+            options.begin("catch-up")
+            build_and_drain(
+                worker,
+                outcome.catch_up,
+                measurement.run_until,
+                lambda: measurement.interval_start_ms,
+                options.catch_up_timeout_s,
+            )
+            clock.mark("catch-up")
         options.begin("measure", duration_s)
         measurement.run_phase(duration_s, warmup=False)
         clock.mark("measure")
@@ -249,6 +289,8 @@ def run_tailing(
         outcome.totals = worker.totals
         outcome.placement = worker.placement()
         outcome.worker_intervals = worker.worker_intervals
+        if rate_control is not None:
+            outcome.extensions |= rate_control.report()
         outcome.ended_ms = _now_ms()
     return outcome
 

@@ -4,19 +4,29 @@ Differences from OMB (all on purpose, all documented in the README): unknown key
 ``keyDistributor`` values are errors (``--lenient`` restores ignoring unknown keys); a count,
 size or duration whose OMB default (0) makes no sense must be given (``topics``,
 ``partitionsPerTopic``, ``messageSize``, ``testDurationMinutes`` — OMB's 0 means "run forever");
-durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional.
+durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional. One field is
+loadgen's own: ``producerRateProfile`` (steps and ramps of the rate, :mod:`.rate_profile`).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from loadgen.errors import ConfigError
 from loadgen.spec.loader import load_yaml
 from loadgen.spec.model import parse_model
+from loadgen.spec.rate_profile import RateSegment, parse_profile, profile_to_yaml
 
 MAX_TOTAL_PARTITIONS = 10_000_000
 
@@ -54,8 +64,26 @@ class Workload(BaseModel):
     producer_rate: float = Field(default=0, alias="producerRate", ge=-1)
     consumer_backlog_size_gb: float = Field(default=0, alias="consumerBacklogSizeGB", ge=0)
     backlog_drain_ratio: float = Field(default=1.0, alias="backlogDrainRatio", gt=0, le=1)
+    tailing_subscriptions_per_topic: int = Field(
+        default=0, alias="tailingSubscriptionsPerTopic", ge=0
+    )
+    """loadgen's mixed runs: of ``subscriptionsPerTopic``, this many keep tailing while the
+    others build and read the backlog (0: all of them catch up, OMB's catch-up run)."""
     test_duration_minutes: float = Field(default=0, alias="testDurationMinutes", gt=0)
     warmup_duration_minutes: float = Field(default=1, alias="warmupDurationMinutes", ge=0)
+    producer_rate_profile: tuple[RateSegment, ...] | None = Field(
+        default=None, alias="producerRateProfile"
+    )
+    """loadgen's extension: steps and ramps for the measured phase (:mod:`.rate_profile`)."""
+
+    @field_validator("producer_rate_profile", mode="before")
+    @classmethod
+    def _profile(cls, value: Any) -> tuple[RateSegment, ...] | None:
+        return parse_profile(value)
+
+    @field_serializer("producer_rate_profile")
+    def _profile_as_yaml(self, value: tuple[RateSegment, ...] | None) -> list | None:
+        return None if value is None else profile_to_yaml(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
@@ -74,6 +102,15 @@ class Workload(BaseModel):
                 value=self.producer_rate,
                 allowed="> 0, or 0 / -1",
             )
+        profile = self.producer_rate_profile
+        if profile and profile[0].kind == "ramp" and self.producer_rate <= 0:
+            raise ConfigError(
+                "a producerRateProfile that opens with a ramp starts from producerRate, "
+                "which must then be a rate",
+                path="producerRate",
+                value=self.producer_rate,
+                allowed="> 0 (or open the profile with a {rate, duration} step)",
+            )
         if self.consumer_backlog_size_gb > 0 and self.is_rate_discovery:
             raise ConfigError(
                 "cannot discover the producer rate while building a backlog "
@@ -81,6 +118,40 @@ class Workload(BaseModel):
                 path="producerRate",
                 value=self.producer_rate,
                 allowed="> 0",
+            )
+        if self.consumer_backlog_size_gb > 0 and profile:
+            raise ConfigError(
+                "a producerRateProfile cannot drive a catch-up run: its backlog phases last "
+                "as long as building and draining take, so the profile's times mean nothing",
+                path="producerRateProfile",
+                value=f"{len(profile)} segment(s)",
+                allowed="no producerRateProfile when consumerBacklogSizeGB > 0",
+            )
+        if self.tailing_subscriptions_per_topic and not (
+            self.consumer_backlog_size_gb > 0
+            and self.tailing_subscriptions_per_topic < self.subscriptions_per_topic
+        ):
+            raise ConfigError(
+                "tailingSubscriptionsPerTopic makes a mixed run: it needs consumerBacklogSizeGB "
+                "> 0 and at least one catch-up subscription left in subscriptionsPerTopic",
+                path="tailingSubscriptionsPerTopic",
+                value=self.tailing_subscriptions_per_topic,
+                allowed=f"0 .. {max(self.subscriptions_per_topic - 1, 0)}, "
+                "with consumerBacklogSizeGB > 0",
+            )
+        if self.consumer_backlog_size_gb > 0 and self.total_consumers == 0:
+            raise ConfigError(
+                "a catch-up run needs consumers to read the backlog",
+                path="consumerBacklogSizeGB",
+                value=self.consumer_backlog_size_gb,
+                allowed="0 when subscriptionsPerTopic or consumerPerSubscription is 0",
+            )
+        if self.consumer_backlog_size_gb > 0 and self.producers_per_topic == 0:
+            raise ConfigError(
+                "a catch-up run needs producers to build the backlog",
+                path="consumerBacklogSizeGB",
+                value=self.consumer_backlog_size_gb,
+                allowed="0 when producersPerTopic is 0",
             )
         if self.topics * self.partitions_per_topic > MAX_TOTAL_PARTITIONS:
             raise ConfigError(
@@ -100,9 +171,25 @@ class Workload(BaseModel):
         return self.topics * self.subscriptions_per_topic * self.consumer_per_subscription
 
     @property
+    def is_catch_up(self) -> bool:
+        """OMB's backlog mode: pause consumers, build ``consumerBacklogSizeGB``, drain it."""
+        return self.consumer_backlog_size_gb > 0
+
+    @property
+    def catch_up_subscriptions_per_topic(self) -> int:
+        return self.subscriptions_per_topic - self.tailing_subscriptions_per_topic
+
+    @property
     def is_rate_discovery(self) -> bool:
-        """OMB's ``producerRate: 0`` (and -1): find the highest sustainable rate."""
-        return self.producer_rate <= 0
+        """OMB's ``producerRate: 0`` (and -1), without a profile: find the highest sustainable
+        rate."""
+        return self.producer_rate <= 0 and self.producer_rate_profile is None
+
+    @property
+    def start_rate(self) -> float:
+        """The rate load starts at: the profile's first step, else ``producerRate``."""
+        profile = self.producer_rate_profile
+        return profile[0].rate if profile and profile[0].kind == "step" else self.producer_rate
 
     @property
     def test_duration_s(self) -> float:

@@ -7,7 +7,7 @@ on other hosts) and merges what they measured, so a scenario never knows which i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
 from loadgen.stats import IntervalStats
@@ -29,7 +29,14 @@ class Worker(Protocol):
         self, count: int, partitions: int, names: tuple[str, ...] = ()
     ) -> list[str]: ...
 
-    def create_consumers(self, subscriptions: Sequence[Subscription]) -> None: ...
+    def create_consumers(
+        self, subscriptions: Sequence[Subscription], catch_up: Collection[str] = ()
+    ) -> None:
+        """Consumers for ``subscriptions``; those of a subscription in ``catch_up`` build and
+        then read a backlog (catch-up and mixed runs), the others tail."""
+
+    def pause_catch_up(self, paused: bool) -> None:
+        """Pause or resume the consumers of the catch-up subscriptions."""
 
     def create_producers(self, topics: Sequence[str]) -> None:
         """One producer per entry, numbered uniquely across the run (the number is in every
@@ -38,6 +45,10 @@ class Worker(Protocol):
     def probe(self, expected_received: int, timeout_s: float) -> None: ...
 
     def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None: ...
+
+    def adjust_rate(self, rate: float, *, keep_lag: bool) -> None:
+        """Change the total rate of a running load (split over producer workers as
+        ``start_load`` splits it); ``keep_lag``: see :meth:`loadgen.rate.Schedule.continued`."""
 
     def stop_load(self, flush_timeout_s: float) -> int:
         """Stop sending, wait for in-flight acknowledgements; return how many never came."""
@@ -48,6 +59,9 @@ class Worker(Protocol):
     def sent_so_far(self) -> int: ...
 
     def received_so_far(self) -> int: ...
+
+    def received_catch_up_so_far(self) -> int:
+        """Of :meth:`received_so_far`, what the catch-up subscriptions received."""
 
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats: ...
 

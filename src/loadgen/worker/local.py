@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +22,9 @@ from loadgen.payload import PROBE_PAYLOAD
 from loadgen.recorder import ConsumerRecorder, ProducerRecorder
 from loadgen.stats import (
     END_TO_END,
+    END_TO_END_CATCH_UP,
     END_TO_END_FROM_INTENDED,
+    END_TO_END_TAILING,
     PUBLISH,
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
@@ -40,6 +42,8 @@ PROBE_CHECK_S = 0.02
 HTTP request per worker)."""
 WORKER_ID = "local"
 """The id of the in-process worker in results and pipeline records (remote ones go by URL)."""
+MIN_RATE = 1.0
+"""The lowest rate a rate adjustment sets (OMB's LocalWorker clamps below 1 msg/s to 1)."""
 UNSTAMPED_BELOW = -(2**62)
 """An end-to-end "latency" below this (about -146 years) comes from a message without a send
 time (:data:`loadgen.driver.NO_SEND_TIME_NS`), not from clock skew."""
@@ -53,6 +57,8 @@ class Totals:
     received: int = 0
     probe_sent: int = 0
     probe_received: int = 0
+    received_catch_up: int = 0
+    """Of ``received``, what catch-up subscriptions received (their backlog is measured)."""
 
 
 def await_probes(
@@ -84,6 +90,8 @@ class LocalWorker:
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._consumer_recorders: list[ConsumerRecorder] = []
+        self._catch_up: list[bool] = []
+        """Per consumer: does it belong to a catch-up subscription (paused to build a backlog)?"""
         self._producer_recorder = ProducerRecorder()
         self._loop: ProducerLoop | None = None
         self._message_size = 0
@@ -112,13 +120,24 @@ class LocalWorker:
         self.topics = names
         self._owns_topics = False
 
-    def create_consumers(self, subscriptions: Sequence[Subscription]) -> None:
+    def create_consumers(
+        self, subscriptions: Sequence[Subscription], catch_up: Collection[str] = ()
+    ) -> None:
+        """Consumers for ``subscriptions``; those whose subscription is in ``catch_up`` build
+        and then read a backlog (:meth:`pause_catch_up`), the others tail."""
         for topic, subscription in subscriptions:
             recorder = ConsumerRecorder()
             consumer = self.driver.create_consumer(topic, subscription, recorder.on_message)
             self._consumers.append(consumer)
             self._consumer_recorders.append(recorder)
             self.ledger.add_consumer(topic, subscription)
+            self._catch_up.append(subscription in catch_up)
+
+    def pause_catch_up(self, paused: bool) -> None:
+        """Pause (to build a backlog) or resume (to read it) the catch-up consumers."""
+        for consumer, catch_up in zip(self._consumers, self._catch_up, strict=True):
+            if catch_up:
+                consumer.pause() if paused else consumer.resume()
 
     def create_producers(self, topics: Sequence[str], first_number: int = 0) -> None:
         """One producer per entry; they are numbered from ``first_number`` on, and the number
@@ -167,7 +186,9 @@ class LocalWorker:
 
     def end_probe(self) -> None:
         """Count the probe messages in the totals and drop their latencies."""
-        received = sum(len(recorder.take().end_to_end) for recorder in self._consumer_recorders)
+        counts = [len(recorder.take().end_to_end) for recorder in self._consumer_recorders]
+        received = sum(counts)
+        self.totals.received_catch_up += sum(self._of_catch_up(counts))
         self.totals.probe_received = received
         self.totals.probe_sent = len(self._producers)
         self.totals.received += received
@@ -185,6 +206,11 @@ class LocalWorker:
             self._id_bases,
         )
         self._loop.start()
+
+    def adjust_rate(self, rate: float, *, keep_lag: bool) -> None:
+        """Send at ``rate`` from now on; below 1 msg/s it is 1 msg/s (OMB's floor)."""
+        if self._loop is not None:
+            self._loop.adjust_rate(max(rate, MIN_RATE), keep_lag=keep_lag)
 
     def stop_load(self, flush_timeout_s: float) -> int:
         """Stop sending and wait for in-flight acknowledgements; return how many never came."""
@@ -210,6 +236,14 @@ class LocalWorker:
     def received_so_far(self) -> int:
         return self.totals.received + sum(len(r.end_to_end) for r in self._consumer_recorders)
 
+    def received_catch_up_so_far(self) -> int:
+        pending = self._of_catch_up([len(r.end_to_end) for r in self._consumer_recorders])
+        return self.totals.received_catch_up + sum(pending)
+
+    def _of_catch_up(self, per_consumer: list) -> list:
+        pairs = zip(per_consumer, self._catch_up, strict=True)
+        return [item for item, catch_up in pairs if catch_up]
+
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats:
         """Take everything recorded since the last snapshot as one interval."""
         produced = self._producer_recorder.take()
@@ -226,8 +260,11 @@ class LocalWorker:
         )
         sent, received = len(produced.publish), len(e2e)
         negative = int(np.count_nonzero((e2e < 0) & (e2e > UNSTAMPED_BELOW)))
+        catch_up = self._of_catch_up(consumed)
+        received_catch_up = sum(len(sample.end_to_end) for sample in catch_up)
         self.totals.sent += sent
         self.totals.received += received
+        self.totals.received_catch_up += received_catch_up
         histograms = {
             PUBLISH: hdr.record_ns(PUBLISH, _as_int64([produced.publish])),
             PUBLISH_DELAY: hdr.record_ns(PUBLISH_DELAY, _as_int64([produced.publish_delay])),
@@ -239,6 +276,11 @@ class LocalWorker:
                 END_TO_END_FROM_INTENDED, from_intended[from_intended >= 0]
             ),
         }
+        if any(self._catch_up):
+            tailing = [s for s, c in zip(consumed, self._catch_up, strict=True) if not c]
+            for metric, samples in ((END_TO_END_TAILING, tailing), (END_TO_END_CATCH_UP, catch_up)):
+                values = _as_int64([sample.end_to_end for sample in samples])
+                histograms[metric] = hdr.record_ns(metric, values[values >= 0])
         return IntervalStats(
             start_ms=start_ms,
             end_ms=end_ms,
@@ -250,6 +292,7 @@ class LocalWorker:
             negative_e2e=negative,
             duplicates=counts.duplicates,
             out_of_order=counts.out_of_order,
+            received_catch_up=received_catch_up,
             warmup=warmup,
             histograms=histograms,
         )

@@ -17,3 +17,8 @@ def topic_names(prefix: str, count: int) -> list[str]:
 
 def subscription_names(count: int) -> list[str]:
     return [f"sub-{i:03d}-{random_suffix()}" for i in range(count)]
+
+
+def subscription_index(name: str) -> int:
+    """The index :func:`subscription_names` gave ``name`` (its place among the topic's)."""
+    return int(name.split("-")[1])

@@ -6,7 +6,7 @@ order, so a single worker and a split over many build the same set.
 
 from __future__ import annotations
 
-from loadgen.worker.names import subscription_names
+from loadgen.worker.names import subscription_index, subscription_names
 
 Subscription = tuple[str, str]
 """A consumer's ``(topic, subscription)``."""
@@ -27,3 +27,9 @@ def consumer_subscriptions(
         for subscription in subscription_names(subscriptions_per_topic)
         for _ in range(consumers_per_subscription)
     ]
+
+
+def catch_up_subscriptions(subscriptions: list[Subscription], tailing_per_topic: int) -> set[str]:
+    """The subscriptions that build and read a backlog: all but each topic's first
+    ``tailing_per_topic`` (those keep tailing; a mixed run)."""
+    return {name for _, name in subscriptions if subscription_index(name) >= tailing_per_topic}

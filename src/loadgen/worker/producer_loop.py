@@ -66,6 +66,8 @@ class ProducerLoop:
         self._rate = rate
         self._recorder = recorder
         self._stopping = False
+        self._rate_change: tuple[float, bool] | None = None
+        self._rate_lock = threading.Lock()
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._guarded_run, name="producer-loop", daemon=True)
 
@@ -77,6 +79,11 @@ class ProducerLoop:
         self._stopping = True
         if self._thread.is_alive():
             self._thread.join(timeout_s)
+
+    def adjust_rate(self, rate: float, *, keep_lag: bool) -> None:
+        """Send at ``rate`` from the next burst boundary on (see :meth:`Schedule.continued`)."""
+        with self._rate_lock:
+            self._rate_change = (rate, keep_lag)
 
     def _guarded_run(self) -> None:
         gc.freeze()
@@ -102,6 +109,11 @@ class ProducerLoop:
         sent = waits = 0
         last_poll = 0
         while not self._stopping:
+            if self._rate_change is not None:  # rare: the lock is taken only then
+                with self._rate_lock:
+                    (rate, keep_lag), self._rate_change = self._rate_change, None
+                schedule = schedule.continued(sent, perf_counter_ns(), rate, keep_lag=keep_lag)
+                start, interval = schedule.start_ns, schedule.interval_ns
             now = perf_counter_ns()
             due = schedule.due(now)
             if due <= sent:

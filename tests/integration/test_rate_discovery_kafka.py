@@ -1,0 +1,27 @@
+"""OMB's rate discovery against a real (tansu) Kafka broker: it must find the broker's limit."""
+
+import pytest
+
+from loadgen.runner import run_one
+from loadgen.scenarios.tailing import RunOptions
+
+pytestmark = pytest.mark.integration
+
+
+def test_discovery_ramps_up_then_backs_off_when_the_broker_falls_behind(
+    kafka_spec, tailing, tmp_path
+):
+    options = RunOptions(duration_s=27, warmup_s=0, stats_interval_s=3)
+    report = run_one(tailing(0, partitions=4), None, kafka_spec, tmp_path, options)
+    discovery = report.result["rateDiscovery"]
+    history = discovery["history"]
+    reasons = [change["reason"] for change in history]
+    assert reasons[:3] == ["initial", "ramp-up", "ramp-up"], history  # 10k, 20k: easy for tansu
+    backoffs = [i for i, reason in enumerate(reasons) if reason.endswith("-backlog")]
+    assert backoffs, history  # one Python producer cannot double forever
+    first = backoffs[0]
+    assert history[first]["rate"] < history[first - 1]["rate"]
+    assert discovery["finalRate"] == history[-1]["rate"]
+    # the load followed the controller: the periods' publish rates changed with it
+    assert max(report.result["publishRate"]) > 2 * min(report.result["publishRate"])
+    assert report.result["totalMessagesReceived"] == report.result["totalMessagesSent"]

@@ -1,0 +1,139 @@
+"""Rate discovery and rate profiles running on the in-process broker, and the rate change seam."""
+
+import itertools
+import time
+
+import pytest
+
+from loadgen.driver import open_driver
+from loadgen.rate import Schedule
+from loadgen.runner import run_one
+from loadgen.scenarios.tailing import RunOptions
+from loadgen.spec import Workload
+from loadgen.spec.driver_spec import DriverSpec
+from loadgen.worker.local import LocalWorker
+from loadgen.worker.plan import consumer_subscriptions
+
+MEMORY = DriverSpec(name="Memory", kind="memory")
+
+
+def workload(**overrides):
+    fields = {
+        "name": "memory rates",
+        "topics": 1,
+        "partitionsPerTopic": 2,
+        "messageSize": 100,
+        "useRandomizedPayloads": True,
+        "randomizedPayloadPoolSize": 4,
+        "subscriptionsPerTopic": 2,
+        "consumerPerSubscription": 1,
+        "producersPerTopic": 1,
+        "testDurationMinutes": 1,
+        "warmupDurationMinutes": 0,
+    }
+    return Workload.model_validate(fields | overrides)
+
+
+def test_continued_schedule_starts_the_next_message_now_when_lag_is_forgotten():
+    old = Schedule(start_ns=0, rate=1000)  # message 500 was due at 0.5 s
+    new = old.continued(500, now_ns=2_000_000_000, rate=4000, keep_lag=False)
+    assert new.intended_ns(500) == pytest.approx(2_000_000_000, abs=1)
+    assert new.intended_ns(504) - new.intended_ns(500) == pytest.approx(1_000_000, abs=1)
+
+
+def test_continued_schedule_keeps_the_lag_of_a_sender_that_is_behind():
+    old = Schedule(start_ns=0, rate=1000)
+    behind = old.continued(500, now_ns=2_000_000_000, rate=4000, keep_lag=True)
+    assert behind.intended_ns(500) == pytest.approx(500_000_000, abs=1)
+    ahead = old.continued(500, now_ns=100_000_000, rate=4000, keep_lag=True)
+    assert ahead.intended_ns(500) == pytest.approx(100_000_000, abs=1)  # not in the future
+
+
+def sent_over_a_second(worker):
+    """Messages acknowledged in one second, after 0.2 s for earlier sends to be acknowledged."""
+    time.sleep(0.2)
+    worker.snapshot(0, 0, warmup=False)
+    time.sleep(1.0)
+    return worker.snapshot(0, 0, warmup=False).sent
+
+
+def test_the_producer_loop_sends_at_the_adjusted_rate_from_the_next_burst():
+    worker = LocalWorker(open_driver(MEMORY))
+    try:
+        topics = worker.create_topics(1, 1)
+        worker.create_consumers(consumer_subscriptions(topics, 1, 1))
+        worker.create_producers(topics)
+        worker.start_load(1000, [bytes(10)], "NO_KEY")
+        rates = [sent_over_a_second(worker)]
+        for rate in (5000, 0.001):  # the last is clamped to 1 msg/s
+            worker.adjust_rate(rate, keep_lag=False)
+            rates.append(sent_over_a_second(worker))
+    finally:
+        worker.stop_load(1.0)
+        worker.close(delete_topics=True)
+    assert 900 <= rates[0] <= 1100
+    assert 4500 <= rates[1] <= 5500
+    assert rates[2] <= 3
+
+
+def test_rate_discovery_ramps_up_while_the_broker_keeps_up_and_reports_its_history(tmp_path):
+    report = run_one(
+        workload(producerRate=0),
+        None,
+        MEMORY,
+        tmp_path,
+        RunOptions(duration_s=7, warmup_s=0, stats_interval_s=1),
+    )
+    discovery = report.result["rateDiscovery"]
+    rates = [change["rate"] for change in discovery["history"]]
+    reasons = [change["reason"] for change in discovery["history"]]
+    assert rates == [10_000, 20_000, 40_000]
+    assert reasons == ["initial", "ramp-up", "ramp-up"]
+    assert discovery["finalRate"] == 40_000
+    assert discovery["periodSeconds"] == 3
+    period_rates = report.result["publishRate"]
+    assert period_rates[0] == pytest.approx(10_000, rel=0.05)
+    assert period_rates[4] == pytest.approx(20_000, rel=0.05)
+    assert report.result["totalMessagesReceived"] == 2 * report.result["totalMessagesSent"]
+    changes = [change["timeMs"] for change in discovery["history"]]
+    assert [b - a for a, b in itertools.pairwise(changes)] == [pytest.approx(3000, abs=400)] * 2
+
+
+def test_a_rate_profile_drives_the_measured_phase_and_warm_up_runs_at_its_first_rate(tmp_path):
+    profile = [
+        {"rate": "2k", "duration": 2},
+        {"rampTo": "6k", "duration": 2},
+        {"rate": 1000, "duration": 2},
+    ]
+    report = run_one(
+        workload(producerRateProfile=profile),
+        None,
+        MEMORY,
+        tmp_path,
+        RunOptions(duration_s=6, warmup_s=1, stats_interval_s=1),
+    )
+    warmup = [s for s in report.outcome.intervals if s.warmup]
+    assert [s.sent / s.seconds for s in warmup] == [pytest.approx(2000, rel=0.05)]
+    expected = [2000, 2000, 3000, 5000, 1000, 1000]
+    assert report.result["publishRate"] == [pytest.approx(r, rel=0.05) for r in expected]
+    block = report.result["rateProfile"]
+    assert block["segments"] == [
+        {"rate": 2000.0, "duration": 2.0},
+        {"rampTo": 6000.0, "duration": 2.0},
+        {"rate": 1000.0, "duration": 2.0},
+    ]
+    history = [(change["phase"], change["rate"]) for change in block["history"]]
+    assert history == [("warmup", 2000), ("measure", 3000), ("measure", 5000), ("measure", 1000)]
+    assert "rateDiscovery" not in report.result
+
+
+def test_a_fixed_rate_run_has_no_rate_fields(tmp_path):
+    report = run_one(
+        workload(producerRate=500),
+        None,
+        MEMORY,
+        tmp_path,
+        RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1),
+    )
+    assert "rateDiscovery" not in report.result
+    assert "rateProfile" not in report.result

@@ -1,4 +1,4 @@
-"""A Pulsar producer: ``send_async`` with the send time in a message property.
+"""A Pulsar producer: ``send_async`` with the send time, message id and intended time in a property.
 
 The C++ client calls back from its I/O thread with ``(result, message_id)``; a bound
 ``partial`` per message turns that into the engine's ``on_done(error)``. Messages are built
@@ -22,8 +22,11 @@ from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.pulsar")
 
-TIMESTAMP_PROPERTY = "lg-send-ns"
-"""The producer's wall clock at send, epoch nanoseconds in decimal (properties are strings)."""
+STAMP_PROPERTY = "lg-stamp"
+"""``"<send ns> <message id> <intended ns>"``: the producer's wall clock at send and the intended
+send time in epoch ns, and the engine's message id, in decimal (properties are strings). One
+property: each one more costs ~0.3 µs through the client's binding, more than formatting three
+numbers into one string (bench/RESULTS.md)."""
 CLOSE_TIMEOUT_S = 5.0
 OK = pulsar.Result.Ok.value
 """Compared by ``.value``: ``==`` on the client's enum costs 0.6 µs, on the I/O thread, per ack."""
@@ -41,10 +44,12 @@ class PulsarProducer(CallbackAcks):
         self._producer = producer
         self._send_async = producer._producer.send_async  # the native one, see the module doc
 
-    def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+    def send(
+        self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
+    ) -> None:
         self.sent += 1
         message = MessageBuilder().content(payload)
-        message.property(TIMESTAMP_PROPERTY, str(time_ns()))
+        message.property(STAMP_PROPERTY, f"{time_ns()} {message_id} {intended_ns}")
         if key is not None:
             message.partition_key(key.decode("latin-1"))
         try:

@@ -15,6 +15,7 @@ import json
 import logging
 import threading
 import time
+from base64 import b64decode
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
@@ -22,7 +23,7 @@ import pulsar
 import pytest
 
 from drivers.pulsar.consumer import partition_of
-from drivers.pulsar.producer import STAMP_PROPERTY
+from drivers.pulsar.producer import STAMP, STAMP_PROPERTY
 from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, TopicSpec, open_driver
 from loadgen.errors import BrokerUnreachable
 from loadgen.spec.driver_spec import DriverSpec
@@ -110,7 +111,7 @@ def test_send_time_id_and_intended_time_travel_in_one_property(driver, flat_brok
     assert send_all(producer, 3) == [None] * 3
     messages = read_back(flat_broker, topic, 3)
     assert all(list(m.properties()) == [STAMP_PROPERTY] for m in messages)
-    stamps = [[int(n) for n in m.properties()[STAMP_PROPERTY].split(" ")] for m in messages]
+    stamps = [STAMP.unpack(b64decode(m.properties()[STAMP_PROPERTY])) for m in messages]
     assert all(before <= sent <= time.time_ns() for sent, _, _ in stamps)
     assert sorted((i, intended) for _, i, intended in stamps) == [(0, 0), (1, 1000), (2, 2000)]
 
@@ -183,7 +184,8 @@ def test_an_older_loadgens_messages_arrive_without_id_and_foreign_ones_are_skipp
     sent_ns = time.time_ns()
     raw.send(b"old", properties={"lg-send-ns": str(sent_ns)})
     raw.send(b"foreign")
-    raw.send(b"malformed", properties={STAMP_PROPERTY: "1 2"})
+    raw.send(b"malformed", properties={STAMP_PROPERTY: "AAAA"})  # base64 of 3 bytes, not 24
+    raw.send(b"not base64", properties={STAMP_PROPERTY: "1763900000123456789 1 2"})
     raw.send(b"last", properties={"lg-send-ns": str(sent_ns)})
     client.close()
     assert wait_for(lambda: len(inbox) >= 2)
@@ -191,7 +193,7 @@ def test_an_older_loadgens_messages_arrive_without_id_and_foreign_ones_are_skipp
     assert sorted(inbox.stamps) == [
         (payload, sent_ns, NO_MESSAGE_ID, NO_SEND_TIME_NS, 0) for payload in (b"last", b"old")
     ]
-    assert consumer.foreign_messages == 2
+    assert consumer.foreign_messages == 3
     assert consumer.errors == 0
 
 

@@ -18,12 +18,14 @@ parsed once per partition and cached; a non-partitioned topic is its own only pa
 
 from __future__ import annotations
 
+import binascii
 import contextlib
 import logging
+import struct
 from collections.abc import Callable
 
 from drivers.pulsar.client import pulsar
-from drivers.pulsar.producer import STAMP_PROPERTY
+from drivers.pulsar.producer import STAMP, STAMP_PROPERTY
 from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, OnMessage
 
 log = logging.getLogger("loadgen.pulsar")
@@ -33,6 +35,8 @@ Acknowledge = Callable[[pulsar.Consumer, pulsar.Message], None]
 OLD_TIMESTAMP_PROPERTY = "lg-send-ns"
 """An older loadgen's property: the send time alone, epoch ns in decimal."""
 PARTITION_SUFFIX = "-partition-"
+unpack_stamp = STAMP.unpack
+a2b_base64 = binascii.a2b_base64
 
 
 def partition_of(topic_name: str) -> int:
@@ -80,9 +84,8 @@ class PulsarConsumer:
                 if stamp is None:
                     sent_ns, message_id, intended_ns = older_stamp(properties)
                 else:
-                    sent, message_id, intended = stamp.split(" ")
-                    sent_ns, message_id, intended_ns = int(sent), int(message_id), int(intended)
-            except ValueError:
+                    sent_ns, message_id, intended_ns = unpack_stamp(a2b_base64(stamp))
+            except (ValueError, struct.error):  # binascii.Error is a ValueError
                 self._on_foreign()
             else:
                 topic = message.topic_name()

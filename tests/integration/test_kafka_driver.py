@@ -124,6 +124,7 @@ def test_an_older_loadgens_messages_arrive_without_id_and_foreign_ones_are_skipp
         raw.produce(topic, b"old", headers=[("lg-send-ns", sent_ns.to_bytes(8, "big"))])
         raw.produce(topic, b"foreign")
         raw.produce(topic, b"malformed", headers=[("lg-stamp", b"short")])
+        raw.produce(topic, b"null", headers=[("lg-stamp", None), ("lg-send-ns", None)])
         raw.produce(topic, b"last", headers=[("lg-send-ns", sent_ns.to_bytes(8, "big"))])
         assert raw.flush(30) == 0
         wait_for(lambda: len(inbox) == 2, timeout=30)
@@ -132,7 +133,7 @@ def test_an_older_loadgens_messages_arrive_without_id_and_foreign_ones_are_skipp
         consumer.close()
     assert sorted(inbox.items) == [(b"last", sent_ns), (b"old", sent_ns)]
     assert {stamp[1:3] for stamp in inbox.stamps} == {(NO_MESSAGE_ID, NO_SEND_TIME_NS)}
-    assert consumer.foreign_messages == 2
+    assert consumer.foreign_messages == 3
 
 
 def test_assigned_consumers_skip_the_group_and_each_read_every_partition(kafka_spec, topic):

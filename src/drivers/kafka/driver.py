@@ -218,7 +218,7 @@ class KafkaConsumer:
                         sent_ns, message_id, intended_ns = unpack_stamp(headers[0][1])
                     else:
                         sent_ns, message_id, intended_ns = _older_stamp(headers)
-                except (struct.error, ValueError):
+                except (struct.error, TypeError, ValueError):  # TypeError: a null value
                     self._on_foreign()
                     continue
                 on_message(message.value(), sent_ns, message_id, intended_ns, message.partition())

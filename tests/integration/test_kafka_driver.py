@@ -5,9 +5,10 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import Producer
 
 from drivers.kafka import Driver
-from loadgen.driver import TopicSpec
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, TopicSpec
 from loadgen.errors import BrokerUnreachable
 from loadgen.spec.driver_spec import DriverSpec
 
@@ -26,11 +27,13 @@ def wait_for(condition, timeout, poll=None):
 class Inbox:
     def __init__(self):
         self.items = []
+        self.stamps = []
         self.lock = threading.Lock()
 
-    def __call__(self, payload, sent_ns):
+    def __call__(self, payload, sent_ns, message_id, intended_ns, partition):
         with self.lock:
             self.items.append((payload, sent_ns))
+            self.stamps.append((payload, message_id, intended_ns, partition))
 
     def __len__(self):
         return len(self.items)
@@ -62,7 +65,11 @@ def test_two_subscriptions_each_receive_every_message_with_its_send_time(driver,
     before = time.time_ns()
     for i in range(2000):
         producer.send(
-            b"key-%d" % (i % 20) if i % 2 else None, b"m%d" % i, lambda e, *_: acks.append(e)
+            b"key-%d" % (i % 20) if i % 2 else None,
+            b"m%d" % i,
+            lambda e, *_: acks.append(e),
+            i,
+            before + i,
         )
     assert producer.flush(30) == 0
     assert acks == [None] * 2000
@@ -72,6 +79,61 @@ def test_two_subscriptions_each_receive_every_message_with_its_send_time(driver,
     for consumer in consumers:
         consumer.close()
     producer.close()
+
+
+def test_each_message_comes_back_with_its_id_intended_time_and_partition(driver, topic):
+    inbox = Inbox()
+    consumer = driver.create_consumer(topic, "sub-ids", inbox)
+    producer = driver.create_producer(topic)
+    base = time.time_ns()
+    sent = {}  # payload -> (key, id, intended)
+    try:
+        for i in range(3000):
+            key = b"key-%d" % (i % 40) if i % 3 else None
+            message_id = (i % 4) << 40 | i  # a producer number and a sequence
+            sent[b"m%d" % i] = (key, message_id, base - 7 * i)
+            producer.send(key, b"m%d" % i, lambda *_: None, message_id, base - 7 * i)
+        producer.send(None, b"probe", lambda *_: None, NO_MESSAGE_ID, NO_SEND_TIME_NS)
+        assert producer.flush(30) == 0
+        wait_for(lambda: len(inbox) == 3001, timeout=30)
+    finally:
+        consumer.close()
+        producer.close()
+    got = {payload: (message_id, intended, p) for payload, message_id, intended, p in inbox.stamps}
+    assert len(got) == 3001
+    assert got.pop(b"probe")[:2] == (NO_MESSAGE_ID, NO_SEND_TIME_NS)
+    assert {payload: got[payload][:2] for payload in sent} == {
+        payload: (message_id, intended) for payload, (_, message_id, intended) in sent.items()
+    }
+    assert {p for _, _, p in got.values()} <= set(range(16))
+    partitions_of_key = {}
+    for payload, (key, _, _) in sent.items():
+        if key is not None:
+            partitions_of_key.setdefault(key, set()).add(got[payload][2])
+    assert len(partitions_of_key) == 40
+    assert all(len(partitions) == 1 for partitions in partitions_of_key.values())
+    assert len(set().union(*partitions_of_key.values())) > 1  # keys spread over partitions
+
+
+def test_an_older_loadgens_messages_arrive_without_id_and_foreign_ones_are_skipped(driver, topic):
+    inbox = Inbox()
+    consumer = driver.create_consumer(topic, "sub-old", inbox)
+    raw = Producer({"bootstrap.servers": driver.config.bootstrap_servers})
+    sent_ns = time.time_ns()
+    try:
+        raw.produce(topic, b"old", headers=[("lg-send-ns", sent_ns.to_bytes(8, "big"))])
+        raw.produce(topic, b"foreign")
+        raw.produce(topic, b"malformed", headers=[("lg-stamp", b"short")])
+        raw.produce(topic, b"null", headers=[("lg-stamp", None), ("lg-send-ns", None)])
+        raw.produce(topic, b"last", headers=[("lg-send-ns", sent_ns.to_bytes(8, "big"))])
+        assert raw.flush(30) == 0
+        wait_for(lambda: len(inbox) == 2, timeout=30)
+        time.sleep(0.3)  # nothing else may arrive: absence needs a wait
+    finally:
+        consumer.close()
+    assert sorted(inbox.items) == [(b"last", sent_ns), (b"old", sent_ns)]
+    assert {stamp[1:3] for stamp in inbox.stamps} == {(NO_MESSAGE_ID, NO_SEND_TIME_NS)}
+    assert consumer.foreign_messages == 3
 
 
 def test_assigned_consumers_skip_the_group_and_each_read_every_partition(kafka_spec, topic):
@@ -88,11 +150,11 @@ def test_assigned_consumers_skip_the_group_and_each_read_every_partition(kafka_s
     producer = assigning.create_producer(topic)
     try:  # a failure must still stop the consumer threads, or they outlive the test's clients
         for i in range(320):
-            producer.send(b"key-%d" % i, b"m%d" % i, lambda *_: None)
+            producer.send(b"key-%d" % i, b"m%d" % i, lambda *_: None, i, i)
         assert producer.flush(30) == 0
         wait_for(lambda: len(first) == 320 and len(second) == 320, timeout=30)
         consumers[0].pause()
-        producer.send(None, b"later", lambda *_: None)
+        producer.send(None, b"later", lambda *_: None, 320, 320)
         producer.flush(10)
         wait_for(lambda: len(second) == 321, timeout=30)
         assert len(first) == 320
@@ -113,12 +175,12 @@ def test_paused_consumer_holds_messages_until_resumed(driver, topic):
     inbox = Inbox()
     consumer = driver.create_consumer(topic, "sub-pause", inbox)
     producer = driver.create_producer(topic)
-    producer.send(None, b"first", lambda *_: None)
+    producer.send(None, b"first", lambda *_: None, 0, 0)
     producer.flush(10)
     wait_for(lambda: len(inbox) == 1, timeout=30)
     consumer.pause()
-    for _ in range(50):
-        producer.send(None, b"later", lambda *_: None)
+    for i in range(50):
+        producer.send(None, b"later", lambda *_: None, 1 + i, 1 + i)
     producer.flush(10)
     time.sleep(1.0)  # absence can only be shown by waiting
     assert len(inbox) == 1

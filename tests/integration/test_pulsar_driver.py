@@ -15,14 +15,16 @@ import json
 import logging
 import threading
 import time
+from base64 import b64decode
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 import pulsar
 import pytest
 
-from drivers.pulsar.producer import TIMESTAMP_PROPERTY
-from loadgen.driver import TopicSpec, open_driver
+from drivers.pulsar.consumer import partition_of
+from drivers.pulsar.producer import STAMP, STAMP_PROPERTY
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, TopicSpec, open_driver
 from loadgen.errors import BrokerUnreachable
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.testing.process import free_port
@@ -82,10 +84,12 @@ def wait_for(condition, timeout_s=10.0):
 
 
 def send_all(producer, count, key=None):
-    """Send ``count`` numbered payloads; return the error (or None) of each."""
+    """Send ``count`` numbered payloads (message id = number, intended time = 1000 × number);
+    return the error (or None) of each."""
     outcomes = []
     for index in range(count):
-        producer.send(key(index) if key else None, b"%d" % index, lambda e, *_: outcomes.append(e))
+        key_ = key(index) if key else None
+        producer.send(key_, b"%d" % index, lambda e, *_: outcomes.append(e), index, 1000 * index)
     assert producer.flush(30) == 0
     return outcomes
 
@@ -101,12 +105,96 @@ def read_back(broker, topic, count):
     return messages
 
 
-def test_send_time_travels_in_a_property_in_epoch_ns(driver, flat_broker, topic):
+def test_send_time_id_and_intended_time_travel_in_one_property(driver, flat_broker, topic):
     producer = driver(flat_broker).create_producer(topic)
     before = time.time_ns()
     assert send_all(producer, 3) == [None] * 3
-    stamps = [int(m.properties()[TIMESTAMP_PROPERTY]) for m in read_back(flat_broker, topic, 3)]
-    assert all(before <= stamp <= time.time_ns() for stamp in stamps)
+    messages = read_back(flat_broker, topic, 3)
+    assert all(list(m.properties()) == [STAMP_PROPERTY] for m in messages)
+    stamps = [STAMP.unpack(b64decode(m.properties()[STAMP_PROPERTY])) for m in messages]
+    assert all(before <= sent <= time.time_ns() for sent, _, _ in stamps)
+    assert sorted((i, intended) for _, i, intended in stamps) == [(0, 0), (1, 1000), (2, 2000)]
+
+
+SHARED = {"subscriptionType": "Shared"}
+
+
+class Inbox:
+    def __init__(self):
+        self.stamps = []
+
+    def __call__(self, payload, sent_ns, message_id, intended_ns, partition):
+        self.stamps.append((payload, sent_ns, message_id, intended_ns, partition))
+
+    def __len__(self):
+        return len(self.stamps)
+
+
+def test_each_message_comes_back_with_its_id_intended_time_and_partition(
+    driver, pulsar_broker, topic
+):
+    pulsar_driver = driver(pulsar_broker, consumer=SHARED)  # exact counts: see the module doc
+    inbox = Inbox()
+    pulsar_driver.create_consumer(topic, "sub", inbox)
+    producer = pulsar_driver.create_producer(topic)
+    keys = [b"key-%d" % (i % 40) if i % 3 else None for i in range(3000)]
+    assert send_all(producer, 3000, key=keys.__getitem__) == [None] * 3000
+    producer.send(None, b"probe", lambda *_: None, NO_MESSAGE_ID, NO_SEND_TIME_NS)
+    assert producer.flush(10) == 0
+    assert wait_for(lambda: len(inbox) >= 3001, timeout_s=30)
+    got = {payload: stamp for payload, *stamp in inbox.stamps}
+    assert len(got) == len(inbox) == 3001
+    assert got.pop(b"probe")[1:3] == [NO_MESSAGE_ID, NO_SEND_TIME_NS]
+    assert {int(p): (i, intended) for p, (_, i, intended, _) in got.items()} == {
+        i: (i, 1000 * i) for i in range(3000)
+    }
+    assert {stamp[3] for stamp in got.values()} <= set(range(16))
+    partitions_of_key = {}
+    for payload, (_, _, _, partition) in got.items():
+        if keys[int(payload)] is not None:
+            partitions_of_key.setdefault(keys[int(payload)], set()).add(partition)
+    assert len(partitions_of_key) == 40
+    assert all(len(partitions) == 1 for partitions in partitions_of_key.values())
+    assert len(set().union(*partitions_of_key.values())) > 1  # keys spread over partitions
+
+
+def test_a_non_partitioned_topic_is_partition_0(driver, flat_broker, topic):
+    pulsar_driver = driver(flat_broker, consumer=SHARED)
+    inbox = Inbox()
+    pulsar_driver.create_consumer(topic, "sub", inbox)
+    assert send_all(pulsar_driver.create_producer(topic), 20) == [None] * 20
+    assert wait_for(lambda: len(inbox) >= 20)
+    assert {stamp[4] for stamp in inbox.stamps} == {0}
+
+
+def test_partition_indexes_come_from_the_topic_names_suffix():
+    assert partition_of("persistent://public/default/t-partition-11") == 11
+    assert partition_of("persistent://public/default/t") == 0
+    assert partition_of("persistent://public/default/t-partition-x") == 0
+
+
+def test_an_older_loadgens_messages_arrive_without_id_and_foreign_ones_are_skipped(
+    driver, flat_broker, topic
+):
+    pulsar_driver = driver(flat_broker, consumer=SHARED)
+    inbox = Inbox()
+    consumer = pulsar_driver.create_consumer(topic, "sub", inbox)
+    client = pulsar.Client(flat_broker.driver_config["client"]["serviceUrl"])
+    raw = client.create_producer(topic)
+    sent_ns = time.time_ns()
+    raw.send(b"old", properties={"lg-send-ns": str(sent_ns)})
+    raw.send(b"foreign")
+    raw.send(b"malformed", properties={STAMP_PROPERTY: "AAAA"})  # base64 of 3 bytes, not 24
+    raw.send(b"not base64", properties={STAMP_PROPERTY: "1763900000123456789 1 2"})
+    raw.send(b"last", properties={"lg-send-ns": str(sent_ns)})
+    client.close()
+    assert wait_for(lambda: len(inbox) >= 2)
+    time.sleep(0.3)  # nothing else may arrive: absence needs a wait
+    assert sorted(inbox.stamps) == [
+        (payload, sent_ns, NO_MESSAGE_ID, NO_SEND_TIME_NS, 0) for payload in (b"last", b"old")
+    ]
+    assert consumer.foreign_messages == 3
+    assert consumer.errors == 0
 
 
 @pytest.mark.parametrize(("batching", "most_entries"), [(True, 50), (False, 500)])
@@ -149,11 +237,11 @@ def prefetched_by_a_paused_consumer(broker, driver, topic, consumer_settings, co
 def _prefetch_once(broker, driver, topic, consumer_settings, count):
     pulsar_driver = driver(broker, producer={"batchingEnabled": False}, consumer=consumer_settings)
     held, others = [], []
-    paused = pulsar_driver.create_consumer(topic, "sub", lambda p, s: held.append(p))
+    paused = pulsar_driver.create_consumer(topic, "sub", lambda p, *_: held.append(p))
     paused.pause()
     assert send_all(pulsar_driver.create_producer(topic), count) == [None] * count
     time.sleep(0.5)
-    second = pulsar_driver.create_consumer(topic, "sub", lambda p, s: others.append(p))
+    second = pulsar_driver.create_consumer(topic, "sub", lambda p, *_: others.append(p))
     time.sleep(1.5)
     prefetched = count - len(others)
     paused.close()
@@ -198,7 +286,7 @@ def test_shared_consumers_split_the_messages_without_duplicates(driver, pulsar_b
     )
     got = [[], []]
     consumers = [
-        pulsar_driver.create_consumer(topic, "sub", lambda p, s, box=box: box.append(p))
+        pulsar_driver.create_consumer(topic, "sub", lambda p, *_, box=box: box.append(p))
         for box in got
     ]
     producer = pulsar_driver.create_producer(topic)
@@ -222,7 +310,7 @@ def test_key_shared_with_key_based_batching_keeps_each_key_on_one_consumer(
     )
     got = [[], []]
     for box in got:
-        pulsar_driver.create_consumer(topic, "sub", lambda p, s, box=box: box.append(p))
+        pulsar_driver.create_consumer(topic, "sub", lambda p, *_, box=box: box.append(p))
     producer = pulsar_driver.create_producer(topic)
     keys = [b"key-%d" % (i % 40) for i in range(2000)]
     assert send_all(producer, 2000, key=keys.__getitem__) == [None] * 2000
@@ -238,7 +326,7 @@ def test_exclusive_and_failover_deliver_every_message(driver, flat_broker, topic
     """Exact counts are pulsar-lite's bug to break (duplicates), so: every message arrives."""
     pulsar_driver = driver(flat_broker, consumer={"subscriptionType": kind, "ackMode": ack_mode})
     got = []
-    pulsar_driver.create_consumer(topic, "sub", lambda p, s: got.append(p))
+    pulsar_driver.create_consumer(topic, "sub", lambda p, *_: got.append(p))
     producer = pulsar_driver.create_producer(topic)
     assert send_all(producer, 200) == [None] * 200
     wanted = {b"%d" % i for i in range(200)}
@@ -248,14 +336,14 @@ def test_exclusive_and_failover_deliver_every_message(driver, flat_broker, topic
 def test_acknowledged_messages_are_not_delivered_again(driver, flat_broker, topic):
     pulsar_driver = driver(flat_broker)
     got = []
-    consumer = pulsar_driver.create_consumer(topic, "sub", lambda p, s: got.append(p))
+    consumer = pulsar_driver.create_consumer(topic, "sub", lambda p, *_: got.append(p))
     producer = pulsar_driver.create_producer(topic)
     assert send_all(producer, 300) == [None] * 300
     assert wait_for(lambda: len(got) == 300)
     time.sleep(0.3)  # the client sends grouped acks every 100 ms
     consumer.close()
     again = []
-    pulsar_driver.create_consumer(topic, "sub", lambda p, s: again.append(p))
+    pulsar_driver.create_consumer(topic, "sub", lambda p, *_: again.append(p))
     time.sleep(1)
     assert again == []
 

@@ -7,7 +7,7 @@ import pika
 import pytest
 
 from drivers.rabbitmq.topology import key_partition, queue_names
-from loadgen.driver import TopicSpec, open_driver
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, TopicSpec, open_driver
 from loadgen.errors import BrokerUnreachable, DriverError
 from loadgen.keys import key_source
 from loadgen.spec.driver_spec import DriverSpec
@@ -55,11 +55,18 @@ def queue_depths(rabbitmq_broker, names):
         connection.close()
 
 
-def send_all(producer, keys):
-    """Send one message per key; return the list of errors reported by the confirms."""
+def send_all(producer, keys, payload=PAYLOAD):
+    """Send one message per key (message id = its index, intended time = 1000 × index); return
+    the list of errors reported by the confirms."""
     outcomes = []
-    for key in keys:
-        producer.send(key, PAYLOAD, lambda error, *_: outcomes.append(error))
+    for index, key in enumerate(keys):
+        producer.send(
+            key,
+            payload(index) if callable(payload) else payload,
+            lambda error, *_: outcomes.append(error),
+            index,
+            1000 * index,
+        )
     assert producer.flush(30) == 0
     return outcomes
 
@@ -68,7 +75,9 @@ def test_sixteen_partitions_get_an_even_share_without_keys(driver, rabbitmq_brok
     rmq = driver()
     rmq.create_topics([TopicSpec(topic_name, 16)])
     received = []
-    consumer = rmq.create_consumer(topic_name, "sub", lambda payload, sent: received.append(sent))
+    consumer = rmq.create_consumer(
+        topic_name, "sub", lambda payload, sent, *_: received.append(sent)
+    )
     consumer.pause()
     producer = rmq.create_producer(topic_name)
     errors = send_all(producer, [None] * 1600)
@@ -103,6 +112,82 @@ def test_keyed_messages_go_to_the_partition_of_their_key(driver, rabbitmq_broker
     rmq.delete_topics([topic_name])
 
 
+class Inbox:
+    def __init__(self):
+        self.stamps = []
+
+    def __call__(self, payload, sent_ns, message_id, intended_ns, partition):
+        self.stamps.append((payload, sent_ns, message_id, intended_ns, partition))
+
+    def __len__(self):
+        return len(self.stamps)
+
+
+def wait_for(condition, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def test_each_message_comes_back_with_its_id_intended_time_and_partition(driver, topic_name):
+    rmq = driver()
+    rmq.create_topics([TopicSpec(topic_name, 16)])
+    inbox = Inbox()
+    consumer = rmq.create_consumer(topic_name, "sub", inbox)
+    producer = rmq.create_producer(topic_name)
+    keys = [key_source("RANDOM_NANO")(i) if i % 3 else None for i in range(3000)]
+    before = time.time_ns()
+    assert send_all(producer, keys, payload=lambda i: b"%d" % i) == [None] * 3000
+    producer.send(None, b"probe", lambda *_: None, NO_MESSAGE_ID, NO_SEND_TIME_NS)
+    assert producer.flush(10) == 0
+    wait_for(lambda: len(inbox) >= 3001)
+    got = {payload: stamp for payload, *stamp in inbox.stamps}
+    assert len(got) == len(inbox) == 3001
+    assert got.pop(b"probe")[1:3] == [NO_MESSAGE_ID, NO_SEND_TIME_NS]
+    assert all(before <= sent <= time.time_ns() for sent, *_ in got.values())
+    assert {int(p): (i, intended) for p, (_, i, intended, _) in got.items()} == {
+        i: (i, 1000 * i) for i in range(3000)
+    }
+    partitions = {int(p): partition for p, (*_, partition) in got.items()}
+    assert {partitions[i] for i in range(0, 3000, 3)} == set(range(16))  # round-robin
+    assert all(partitions[i] == key_partition(keys[i], 16) for i in range(3000) if keys[i])
+    producer.close()
+    consumer.close()
+    rmq.delete_topics([topic_name])
+
+
+def test_an_older_loadgens_messages_arrive_without_id_and_foreign_ones_are_skipped(
+    driver, rabbitmq_broker, topic_name
+):
+    rmq = driver()
+    rmq.create_topics([TopicSpec(topic_name, 2)])
+    inbox = Inbox()
+    consumer = rmq.create_consumer(topic_name, "sub", inbox)
+    connection = pika.BlockingConnection(
+        pika.URLParameters(rabbitmq_broker.driver_config["amqpUris"][0])
+    )
+    channel = connection.channel()
+    sent_ns = time.time_ns()
+    for body, headers in [
+        (b"old", {"lg-send-ns": sent_ns}),
+        (b"foreign", None),
+        (b"malformed", {"lg-stamp": b"short"}),
+        (b"text", {"lg-stamp": "not bytes"}),
+        (b"last", {"lg-send-ns": sent_ns}),
+    ]:
+        channel.basic_publish(topic_name, "1", body, pika.BasicProperties(headers=headers))
+    connection.close()
+    wait_for(lambda: len(inbox) >= 2)
+    time.sleep(0.3)  # nothing else may arrive: absence needs a wait
+    assert sorted(inbox.stamps) == [
+        (payload, sent_ns, NO_MESSAGE_ID, NO_SEND_TIME_NS, 1) for payload in (b"last", b"old")
+    ]
+    assert consumer.foreign_messages == 3
+    consumer.close()
+    rmq.delete_topics([topic_name])
+
+
 def test_every_message_is_confirmed_exactly_once(driver, topic_name):
     rmq = driver(maxInFlight=64)
     rmq.create_topics([TopicSpec(topic_name, 4)])
@@ -111,7 +196,11 @@ def test_every_message_is_confirmed_exactly_once(driver, topic_name):
     calls: dict[int, list] = {}
     for index in range(5000):
         producer.send(
-            None, PAYLOAD, lambda error, *_, i=index: calls.setdefault(i, []).append(error)
+            None,
+            PAYLOAD,
+            lambda error, *_, i=index: calls.setdefault(i, []).append(error),
+            index,
+            index,
         )
     assert producer.flush(30) == 0
     assert len(calls) == 5000
@@ -174,7 +263,7 @@ def test_quorum_queues_and_persistent_messages_reach_the_broker(
     )
     _, properties, _ = connection.channel().basic_get(queue_names(topic_name, "sub", 2)[0])
     assert properties.delivery_mode == 2
-    assert isinstance(properties.headers["lg-send-ns"], int)
+    assert len(properties.headers["lg-stamp"]) == 24
     connection.close()
     producer.close()
     rmq.delete_topics([topic_name])
@@ -222,7 +311,7 @@ def test_clients_share_connections_one_channel_each(driver, rabbitmq_broker, top
     rmq.create_topics([TopicSpec(topic_name, 4)])
     received = []
     consumers = [
-        rmq.create_consumer(topic_name, f"sub{i}", lambda payload, sent: received.append(sent))
+        rmq.create_consumer(topic_name, f"sub{i}", lambda payload, sent, *_: received.append(sent))
         for i in range(3)
     ]
     producers = [rmq.create_producer(topic_name) for _ in range(4)]
@@ -256,7 +345,7 @@ def test_a_connection_closed_by_the_broker_fails_the_producer_loudly(
         producer.poll(0.05)
     assert "closed by the test" in str(producer.failure)
     errors = []
-    producer.send(None, PAYLOAD, lambda error, *_: errors.append(error))
+    producer.send(None, PAYLOAD, lambda error, *_: errors.append(error), 10, 10)
     assert errors == [producer.failure]
     producer.close()
     rmq.delete_topics([topic_name])
@@ -266,7 +355,9 @@ def test_stream_queues_work_with_manual_acks_and_a_prefetch(driver, rabbitmq_bro
     rmq = driver(queueType="STREAM", prefetch=100)
     rmq.create_topics([TopicSpec(topic_name, 2)])
     received = []
-    consumer = rmq.create_consumer(topic_name, "sub", lambda payload, sent: received.append(sent))
+    consumer = rmq.create_consumer(
+        topic_name, "sub", lambda payload, sent, *_: received.append(sent)
+    )
     producer = rmq.create_producer(topic_name)
     assert send_all(producer, [None] * 300) == [None] * 300
     deadline = time.monotonic() + 10

@@ -17,11 +17,14 @@ from types import SimpleNamespace
 import pytest
 
 from drivers.pravega.consumer import ReaderConsumer
-from drivers.pravega.events import stamped
+from drivers.pravega.events import stamped, unstamped
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS
 
 
 def event(sent_ns, payload=b"payload"):
-    wire = stamped(sent_ns, payload).encode("utf-8")
+    """An event stamped with ``sent_ns``, message id ``sent_ns + 1000`` and intended time
+    ``sent_ns - 5``."""
+    wire = stamped(sent_ns, sent_ns + 1000, sent_ns - 5, payload).encode("utf-8")
     return SimpleNamespace(data=lambda: wire)
 
 
@@ -49,13 +52,15 @@ def complete(loop, future, events):
 class Received:
     def __init__(self, expected, seconds_each=0.0):
         self.messages = []
+        self.stamps = []
         self.expected = expected
         self.seconds_each = seconds_each
         self.all_in = threading.Event()
 
-    def __call__(self, payload, sent_ns, *_):
+    def __call__(self, payload, sent_ns, message_id, intended_ns, partition):
         time.sleep(self.seconds_each)
         self.messages.append((payload, sent_ns))
+        self.stamps.append((message_id, intended_ns, partition))
         if len(self.messages) >= self.expected:
             self.all_in.set()
 
@@ -64,8 +69,8 @@ class Received:
 def consumers():
     opened = []
 
-    def make(reader, received, go_offline=lambda: None):
-        opened.append(ReaderConsumer(reader, received, True, go_offline))
+    def make(reader, received, go_offline=lambda: None, stamped=True):
+        opened.append(ReaderConsumer(reader, received, stamped, go_offline))
         return opened[-1]
 
     yield make
@@ -73,7 +78,7 @@ def consumers():
         each.close()
 
 
-def test_events_arrive_in_order_with_their_send_time_and_foreign_ones_are_skipped(consumers):
+def test_events_arrive_in_order_with_their_send_time_id_and_intended_time(consumers):
     foreign = SimpleNamespace(data=lambda: b"\xff not ours")
     received = Received(expected=5)
     reader = Reader([event(1), event(2), foreign], [event(3), event(4), event(5)])
@@ -81,7 +86,17 @@ def test_events_arrive_in_order_with_their_send_time_and_foreign_ones_are_skippe
     assert received.all_in.wait(5)
     assert [sent for _, sent in received.messages] == [1, 2, 3, 4, 5]
     assert {payload for payload, _ in received.messages} == {b"payload"}
+    assert received.stamps == [(n + 1000, n - 5, -1) for n in range(1, 6)]  # no segment: -1
     assert consumer.foreign_events == 1
+
+
+def test_without_the_stamp_events_arrive_with_no_send_time_id_or_intended_time(consumers):
+    wire = unstamped(0, 7, 8, b"plain").encode("utf-8")
+    received = Received(expected=1)
+    consumers(Reader([SimpleNamespace(data=lambda: wire)]), received, stamped=False)
+    assert received.all_in.wait(5)
+    assert received.messages == [(b"plain", NO_SEND_TIME_NS)]
+    assert received.stamps == [(NO_MESSAGE_ID, NO_SEND_TIME_NS, -1)]
 
 
 def test_a_pause_holds_a_slice_mid_way_and_resume_goes_on_from_there(consumers):

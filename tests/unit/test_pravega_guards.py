@@ -140,7 +140,7 @@ def test_a_silent_controller_never_acknowledges_and_flush_gives_up_on_time(drive
     """A writer is made without contacting anything; its events then wait forever."""
     producer = driver(silent_uri).create_producer("topic")
     acks = []
-    producer.send(b"key", b"payload", lambda error, *_: acks.append(error))
+    producer.send(b"key", b"payload", lambda error, *_: acks.append(error), 1, 0)
     started = time.monotonic()
     assert producer.flush(0.5) == 1
     assert 0.5 <= time.monotonic() - started < 1.0

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from drivers.pravega.events import stamped
+from drivers.pravega.events import read_stamped, stamped
 from drivers.pravega.producer import EventProducer, WriteFailed, WriteLoop
 from drivers.pravega.transactions import IDLE_COMMIT_S, TransactionalProducer, TransactionFailed
 
@@ -64,22 +64,25 @@ def test_every_send_is_written_once_and_acknowledged_from_the_write_thread(write
     acks = Acks()
     acks.expected = 2000
     for i in range(acks.expected):
-        producer.send(None if i % 2 else b"k", bytes([i % 256]) * 8, acks)
+        producer.send(None if i % 2 else b"k", bytes([i % 256]) * 8, acks, i, 10_000 + i)
     assert acks.done.wait(5)
     assert producer.flush(1.0) == 0
     assert acks.errors == [None] * 2000
     assert acks.threads == {"pravega-writes"}
     assert len(write.calls) == 2000
     assert [key for _, key in write.calls[:4]] == ["k", None, "k", None]
-    assert all(len(event.encode("latin-1")) == 16 for event, _ in write.calls)
+    read = [read_stamped(event.encode("utf-8")) for event, _ in write.calls]
+    assert [(payload, message_id, intended) for payload, _, message_id, intended in read] == [
+        (bytes([i % 256]) * 8, i, 10_000 + i) for i in range(2000)
+    ]
 
 
 def test_a_failed_write_reaches_on_done_as_an_error(write_loop):
     producer = EventProducer(WriteAsync(failing=("bad",)), write_loop, stamped)
     acks = Acks()
     acks.expected = 2
-    producer.send(b"ok", b"x", acks)
-    producer.send(b"bad", b"x", acks)
+    producer.send(b"ok", b"x", acks, 1, 1)
+    producer.send(b"bad", b"x", acks, 2, 2)
     assert acks.done.wait(5)
     assert acks.errors[0] is None
     assert isinstance(acks.errors[1], WriteFailed)
@@ -124,9 +127,13 @@ def test_a_transaction_commits_every_n_events_and_then_acknowledges_them():
     writer = TxnWriter()
     producer = TransactionalProducer(writer, 3, stamped)
     acks = Acks()
-    for _ in range(7):
-        producer.send(b"k", b"x", acks)
+    for i in range(7):
+        producer.send(b"k", b"x", acks, i, 100 + i)
     assert [len(t.events) for t in writer.transactions] == [3, 3, 1]
+    written = [read_stamped(e.encode("utf-8")) for t in writer.transactions for e, _ in t.events]
+    assert [(message_id, intended) for _, _, message_id, intended in written] == [
+        (i, 100 + i) for i in range(7)
+    ]
     assert [t.state for t in writer.transactions] == ["committed", "committed", "open"]
     assert acks.errors == [None] * 6  # the 7th waits for its transaction
     assert producer.flush(1.0) == 0
@@ -138,12 +145,12 @@ def test_an_idle_open_transaction_is_committed_by_poll(monkeypatch):
     writer = TxnWriter()
     producer = TransactionalProducer(writer, 100, stamped)
     acks = Acks()
-    producer.send(b"key", bytes(10), acks)  # the readiness probe: one event
+    producer.send(b"key", bytes(10), acks, -1, 2**63 - 1)  # the readiness probe: one event
     producer.poll()
     assert writer.transactions[0].state == "open"
     clock = [0.0]
     monkeypatch.setattr("drivers.pravega.transactions.time.monotonic", lambda: clock[0])
-    producer.send(b"key", bytes(10), acks)
+    producer.send(b"key", bytes(10), acks, -1, 2**63 - 1)
     clock[0] += IDLE_COMMIT_S
     producer.poll()
     assert writer.transactions[0].state == "committed"
@@ -154,11 +161,11 @@ def test_a_panicking_write_fails_its_whole_transaction_and_aborts_it():
     writer = TxnWriter(fail_on="bad")
     producer = TransactionalProducer(writer, 3, stamped)
     acks = Acks()
-    producer.send(b"k", b"x", acks)
-    producer.send(b"bad", b"x", acks)
+    producer.send(b"k", b"x", acks, 3, 3)
+    producer.send(b"bad", b"x", acks, 2, 2)
     assert writer.transactions[0].state == "aborted"
     assert len(acks.errors) == 2
     assert all(isinstance(error, TransactionFailed) for error in acks.errors)
     assert "transaction write failed: SimulatedPanic" in str(acks.errors[0])
-    producer.send(b"k", b"x", acks)  # the next event starts a new transaction
+    producer.send(b"k", b"x", acks, 3, 3)  # the next event starts a new transaction
     assert len(writer.transactions) == 2

@@ -24,6 +24,7 @@ from drivers.pravega.events import (
     stamped,
     unstamped,
 )
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS
 from loadgen.keys import POOL_SIZE, key_pool, key_source
 from loadgen.payload import PROBE_PAYLOAD
 
@@ -106,28 +107,62 @@ def test_a_key_is_the_routing_key_as_text_and_no_key_is_no_routing_key():
     assert routing_key(b"key") == "key"  # the readiness probe's key, as OMB's
 
 
-def test_the_send_time_is_an_8_byte_big_endian_ns_prefix_that_round_trips():
+SENT_NS = 1_763_900_000_123_456_789
+
+
+@pytest.mark.parametrize(
+    ("message_id", "intended_ns"),
+    [
+        ((7 << 40) | 123_456, SENT_NS - 250_000),
+        (0, 0),
+        (2**63 - 1, SENT_NS),
+        (NO_MESSAGE_ID, NO_SEND_TIME_NS),  # a readiness probe's event
+    ],
+)
+def test_send_time_id_and_intended_time_are_a_24_byte_prefix_that_round_trips(
+    message_id, intended_ns
+):
     payload = bytes(range(256)) + os.urandom(768)
-    sent_ns = 1_763_900_000_123_456_789
-    text = stamped(sent_ns, payload)
-    assert text.encode("latin-1")[:8] == sent_ns.to_bytes(8, "big")
+    text = stamped(SENT_NS, message_id, intended_ns, payload)
+    prefix = text.encode("latin-1")[:24]
+    assert prefix == struct.pack(">Qqq", SENT_NS | 1 << 63, message_id, intended_ns)
+    assert text.encode("latin-1")[24:] == payload
     wire = text.encode("utf-8")  # what the client sends for a str event
-    assert read_stamped(wire) == (payload, sent_ns)
+    assert read_stamped(wire) == (payload, SENT_NS, message_id, intended_ns)
+
+
+def test_an_older_loadgens_8_byte_send_time_is_read_without_id_or_intended_time():
+    payload = b"written by an older loadgen"
+    wire = (SENT_NS.to_bytes(8, "big") + payload).decode("latin-1").encode("utf-8")
+    assert read_stamped(wire) == (payload, SENT_NS, NO_MESSAGE_ID, NO_SEND_TIME_NS)
 
 
 def test_bytes_from_0x80_up_travel_as_two_and_the_rest_as_one():
     payload = os.urandom(512) + bytes(512)  # a randomBytesRatio 0.5 payload
-    wire = unstamped(0, payload).encode("utf-8")
+    wire = unstamped(0, 0, 0, payload).encode("utf-8")
     assert len(wire) == len(payload) + sum(byte >= 0x80 for byte in payload)
-    assert len(unstamped(0, PROBE_PAYLOAD).encode("utf-8")) == len(PROBE_PAYLOAD)
+    assert len(unstamped(0, 0, 0, PROBE_PAYLOAD).encode("utf-8")) == len(PROBE_PAYLOAD)
 
 
-def test_without_the_stamp_the_payload_comes_back_with_no_send_time():
+def test_without_the_stamp_the_payload_comes_back_with_no_send_time_id_or_intended_time():
     payload = os.urandom(100)
-    assert read_unstamped(unstamped(0, payload).encode("utf-8")) == (payload, NO_TIMESTAMP)
+    assert read_unstamped(unstamped(SENT_NS, 5, SENT_NS, payload).encode("utf-8")) == (
+        payload,
+        NO_TIMESTAMP,
+        NO_MESSAGE_ID,
+        NO_TIMESTAMP,
+    )
 
 
-@pytest.mark.parametrize("wire", [b"\xff\xfe\x00\x01" * 4, "\u20ac".encode() * 4, b"short"])
+@pytest.mark.parametrize(
+    "wire",
+    [
+        b"\xff\xfe\x00\x01" * 4,  # not UTF-8
+        "\u20ac".encode() * 4,  # UTF-8, but not of Latin-1 text
+        b"short",  # shorter than an older loadgen's 8-byte send time
+        (bytes([0x98]) + bytes(22)).decode("latin-1").encode("utf-8"),  # flagged, 23 bytes
+    ],
+)
 def test_events_loadgen_did_not_write_are_refused(wire):
     with pytest.raises(ValueError):
         read_stamped(wire)

@@ -11,7 +11,9 @@ A slice's events are delivered in order; a finished slice is dropped, which hand
 back to the reader (``release_segment`` would block with the GIL held). A pause keeps the
 current slice, mid-way if need be, and requests no new one until ``resume``. At ``close`` the
 reader goes offline in its group (a blocking call, made only if the controller accepts a TCP
-connection). Events not written by loadgen are skipped, counted and logged once.
+connection). Events not written by loadgen are skipped, counted and logged once. Each event
+reaches ``on_message`` with the send time, message id and intended time of its prefix
+(:mod:`.events`), or none of them without ``includeTimestampInEvent``, and partition -1.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from drivers.pravega.events import read_stamped, read_unstamped
+from drivers.pravega.events import NO_PARTITION, read_stamped, read_unstamped
 from drivers.pravega.guard import describe
 from loadgen.driver import OnMessage
 
@@ -96,12 +98,12 @@ class ReaderConsumer:
         read_event, on_message = self._read_event, self._on_message
         for event in events:
             try:
-                payload, sent_ns = read_event(event.data())
+                payload, sent_ns, message_id, intended_ns = read_event(event.data())
             except ValueError:
                 self._on_foreign()
             else:
                 try:
-                    on_message(payload, sent_ns)
+                    on_message(payload, sent_ns, message_id, intended_ns, NO_PARTITION)
                 except Exception as error:
                     self._on_error(error)
             if self._paused or self._stop:

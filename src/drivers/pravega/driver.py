@@ -7,7 +7,9 @@
 * Producers: ``write_event_async`` on a shared event-loop thread (:mod:`.producer`), or, with
   ``enableTransaction``, one transaction per ``eventsPerTransaction`` events
   (:mod:`.transactions`). Keys become routing keys; no key, no routing key (:mod:`.events`).
-* Send time: an 8-byte big-endian epoch-ns prefix of the event (:mod:`.events`).
+* Send time, message id and intended send time: a 24-byte prefix of the event with
+  ``includeTimestampInEvent``, none without (:mod:`.events`); the partition index passed to
+  ``on_message`` is -1 (the client does not expose an event's segment).
 * Guards (:mod:`.guard`, :mod:`.control`): every entry point first checks that the controller
   accepts a TCP connection; scope, stream and reader-group calls run in a child process with a
   deadline (``client.timeoutSeconds``); the rest runs here, after the controller has answered.

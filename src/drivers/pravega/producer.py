@@ -28,8 +28,9 @@ log = logging.getLogger("loadgen.pravega")
 
 CLOSE_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 2.0
-Encode = Callable[[int, bytes], str]
-"""``(send time ns, payload) -> event text`` (:func:`~drivers.pravega.events.stamped`...)."""
+Encode = Callable[[int, int, int, bytes], str]
+"""``(send time ns, message id, intended ns, payload) -> event text``
+(:func:`~drivers.pravega.events.stamped`...)."""
 WriteAsync = Callable[[str, str | None], asyncio.Future]
 """``StreamWriter.write_event_async(event, routing_key)``."""
 
@@ -54,7 +55,8 @@ class WriteLoop:
         self._loop.run_forever()
 
     def submit(self, *write: object) -> None:
-        """Queue ``(producer, sent_ns, key, payload, on_done)``; callable from any thread.
+        """Queue ``(producer, sent_ns, message_id, intended_ns, key, payload, on_done)``;
+        callable from any thread.
 
         The loop is woken only when no drain is pending, so a burst costs one wake-up.
         """
@@ -67,8 +69,8 @@ class WriteLoop:
         self._scheduled = False  # before draining: a write queued from now on schedules anew
         queue = self._queue
         while queue:
-            producer, sent_ns, key, payload, on_done = queue.popleft()
-            producer.write(sent_ns, key, payload, on_done)
+            producer, sent_ns, message_id, intended_ns, key, payload, on_done = queue.popleft()
+            producer.write(sent_ns, message_id, intended_ns, key, payload, on_done)
 
     def close(self) -> None:
         if self._loop.is_closed():
@@ -89,14 +91,25 @@ class EventProducer(CallbackAcks):
         self._submit = loop.submit
         self._encode = encode
 
-    def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+    def send(
+        self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
+    ) -> None:
         self.sent += 1
-        self._submit(self, time_ns(), key, payload, on_done)
+        self._submit(self, time_ns(), message_id, intended_ns, key, payload, on_done)
 
-    def write(self, sent_ns: int, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+    def write(
+        self,
+        sent_ns: int,
+        message_id: int,
+        intended_ns: int,
+        key: bytes | None,
+        payload: bytes,
+        on_done: OnDone,
+    ) -> None:
         """On the loop thread: issue the write and bind ``on_done`` to its completion."""
         try:
-            future = self._write_event_async(self._encode(sent_ns, payload), routing_key(key))
+            event = self._encode(sent_ns, message_id, intended_ns, payload)
+            future = self._write_event_async(event, routing_key(key))
         except BaseException as error:  # a panic too: it must not end the drain (and the loop)
             self.completed += 1
             on_done(WriteFailed(error))

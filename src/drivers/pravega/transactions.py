@@ -48,9 +48,12 @@ class TransactionalProducer:
         self._waiting: list[OnDone] = []
         self._last_write = 0.0
 
-    def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+    def send(
+        self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
+    ) -> None:
         self._waiting.append(on_done)
-        error = failure_of(self._write, self._encode(time_ns(), payload), routing_key(key))
+        event = self._encode(time_ns(), message_id, intended_ns, payload)
+        error = failure_of(self._write, event, routing_key(key))
         if error is not None:
             self._abort(TransactionFailed("write", error))
             return

@@ -6,16 +6,23 @@ consumers of one subscription compete on the same queues. With manual acks it ac
 ``multiple=True`` every ``prefetch/2`` messages and at least every 50 ms, never the same tag
 twice (RabbitMQ closes the channel on that). Pausing cancels the consumptions at the broker,
 so a paused consumer takes nothing in (OMB blocks the client's thread instead).
+
+Each queue's deliveries go to a callback bound once to its partition index (queue k holds
+routing key k), which ``on_message`` gets with the send time, message id and intended time of
+the ``lg-stamp`` header. A message with only an older loadgen's ``lg-send-ns`` header (a long)
+gets :data:`~loadgen.driver.NO_MESSAGE_ID`; one with neither is skipped (counted, logged once).
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable
+from functools import partial
 
 from drivers.rabbitmq.connection import LoopThread, SharedConnection
-from drivers.rabbitmq.producer import TIMESTAMP_HEADER
-from loadgen.driver import OnMessage
+from drivers.rabbitmq.producer import STAMP, STAMP_HEADER
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, OnMessage
 from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.rabbitmq")
@@ -23,6 +30,18 @@ log = logging.getLogger("loadgen.rabbitmq")
 READY_TIMEOUT_S = 15.0
 SWITCH_TIMEOUT_S = 5.0
 ACK_TICK_S = 0.05
+OLD_TIMESTAMP_HEADER = "lg-send-ns"
+"""An older loadgen's header: the send time alone, epoch ns as a long."""
+
+unpack_stamp = STAMP.unpack
+
+
+def older_stamp(headers: dict | None) -> tuple[int, int, int]:
+    """An older loadgen's send time, with no id or intended time; ``ValueError`` if none."""
+    sent_ns = headers.get(OLD_TIMESTAMP_HEADER) if headers else None
+    if not isinstance(sent_ns, int):
+        raise ValueError("no loadgen header")
+    return sent_ns, NO_MESSAGE_ID, NO_SEND_TIME_NS
 
 
 class RabbitConsumer:
@@ -48,6 +67,7 @@ class RabbitConsumer:
         self._auto_ack = auto_ack
         self._ack_every = max(1, prefetch // 2) if prefetch else 100
         self._on_message = on_message
+        self._deliveries = [partial(self._on_delivery, index) for index in range(len(bindings))]
         self._unacked = 0
         self._last_tag = 0
         self._consumer_tags: list[str] = []
@@ -107,10 +127,8 @@ class RabbitConsumer:
                 then()
 
         self._consumer_tags = [
-            self._channel.basic_consume(
-                queue, self._on_delivery, auto_ack=self._auto_ack, callback=started
-            )
-            for queue, _ in self._bindings
+            self._channel.basic_consume(queue, deliver, auto_ack=self._auto_ack, callback=started)
+            for (queue, _), deliver in zip(self._bindings, self._deliveries, strict=True)
         ]
 
     def _cancel_all(self, then: Callable[[], None]) -> None:
@@ -130,13 +148,18 @@ class RabbitConsumer:
             then()
 
     # -- delivery --------------------------------------------------------------------------------
-    def _on_delivery(self, channel, method, properties, body: bytes) -> None:
+    def _on_delivery(self, partition: int, channel, method, properties, body: bytes) -> None:
         headers = properties.headers
-        sent_ns = headers.get(TIMESTAMP_HEADER) if headers else None
-        if sent_ns is None:
+        try:
+            stamp = headers.get(STAMP_HEADER) if headers else None
+            if stamp is None:
+                sent_ns, message_id, intended_ns = older_stamp(headers)
+            else:
+                sent_ns, message_id, intended_ns = unpack_stamp(stamp)
+        except (struct.error, TypeError, ValueError):
             self._on_foreign()
         else:
-            self._on_message(body, sent_ns)
+            self._on_message(body, sent_ns, message_id, intended_ns, partition)
         if not self._auto_ack:
             self._last_tag = method.delivery_tag
             self._unacked += 1
@@ -158,7 +181,9 @@ class RabbitConsumer:
         self.foreign_messages += 1
         if self.foreign_messages == 1:
             log.warning(
-                "skipping messages without the %s header (not sent by loadgen)", TIMESTAMP_HEADER
+                "skipping messages without a well-formed %s or %s header (not sent by loadgen)",
+                STAMP_HEADER,
+                OLD_TIMESTAMP_HEADER,
             )
 
     # -- failures ----------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 * Topic = a durable exchange (``exchangeType``, direct by default); partitions = routing keys
   ``"0" … "N-1"``; each subscription gets one queue per partition (:mod:`.topology`). A message
   key picks the partition by CRC-32, no key (``NO_KEY``) round-robins over them.
-* Send timestamp: header ``lg-send-ns``, the producer's wall clock at send in epoch ns.
+* Send time, message id and intended send time: one 24-byte header ``lg-stamp``
+  (:mod:`.producer`). ``on_message`` gets the index of the partition whose queue the message
+  was read from (:mod:`.consumer`).
 * Producers publish with asynchronous confirms on an event loop stepped by the producer loop's
   own thread (:mod:`.pump`); consumers each run their own connection on their own thread.
 * Every producer and consumer has a channel of its own; ``producersPerConnection`` /

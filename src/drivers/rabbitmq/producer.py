@@ -12,6 +12,7 @@ a full window blocks ``send`` (stepping the loop) like a full client queue block
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable
 from time import time_ns
 from zlib import crc32
@@ -27,12 +28,17 @@ from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.rabbitmq")
 
-TIMESTAMP_HEADER = "lg-send-ns"
-"""The send time in epoch nanoseconds (the AMQP ``timestamp`` property is whole seconds)."""
+STAMP_HEADER = "lg-stamp"
+STAMP = struct.Struct(">qqq")
+"""``lg-stamp``, 24 bytes (an AMQP byte array): send time (epoch ns; the AMQP ``timestamp``
+property is whole seconds), message id, intended send time (epoch ns), big-endian int64 each.
+pika encodes one ``bytes`` value in about half the time of three ``int`` ones."""
 SEQUENCE_HEADER = "lg-seq"
 CONNECT_TIMEOUT_S = 15.0
 FULL_WINDOW_TIMEOUT_S = 30.0
 CLOSE_TIMEOUT_S = 5.0
+
+pack_stamp = STAMP.pack
 
 NACKED = DriverError("rabbitmq", "the broker nacked the message")
 RETURNED = DriverError("rabbitmq", "the broker returned the message: no queue is bound for it")
@@ -59,7 +65,7 @@ class RabbitProducer:
         self._window = config.max_in_flight
         self._track_returns = config.mandatory and config.confirms
         self._mandatory = config.mandatory
-        self._headers: dict[str, int] = {TIMESTAMP_HEADER: 0}
+        self._headers: dict[str, bytes | int] = {STAMP_HEADER: b""}
         self._properties = pika.BasicProperties(
             headers=self._headers, delivery_mode=2 if config.message_persistence else None
         )
@@ -159,7 +165,9 @@ class RabbitProducer:
             )
 
     # -- the engine's side ----------------------------------------------------------------------
-    def send(self, key: bytes | None, payload: bytes, on_done: OnDone) -> None:
+    def send(
+        self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
+    ) -> None:
         if len(self._outstanding) >= self._window and not self._wait_for_room():
             on_done(self.failure or WINDOW_STUCK)
             return
@@ -176,7 +184,7 @@ class RabbitProducer:
         tag = self._next_tag
         self._next_tag = tag + 1
         headers = self._headers
-        headers[TIMESTAMP_HEADER] = time_ns()
+        headers[STAMP_HEADER] = pack_stamp(time_ns(), message_id, intended_ns)
         if self._track_returns:
             headers[SEQUENCE_HEADER] = tag
         # pika encodes the properties inside basic_publish, so one object serves every message

@@ -108,6 +108,22 @@ def test_assert_slo_fails_a_lossy_or_erroring_run_by_default(result):
     loadgen.assert_slo(lossy, max_errors=3, max_missing=7)
 
 
+def test_a_clean_run_counts_no_lost_duplicated_or_reordered_message(result):
+    assert (result.lost, result.duplicates, result.out_of_order) == (0, 0, 0)
+    assert result.e2e_from_intended.count == result.e2e.count
+    assert "\ne2e from intended " in result.table()
+
+
+def test_assert_slo_fails_lost_or_duplicated_messages_by_default(result):
+    lossy = dataclasses.replace(result, lost=4, duplicates=2)
+    with pytest.raises(AssertionError, match="4 messages lost") as caught:
+        loadgen.assert_slo(lossy)
+    assert "2 messages duplicated" in str(caught.value)
+    loadgen.assert_slo(lossy, max_lost=4, max_duplicates=2)
+    unknown = dataclasses.replace(result, lost=None, duplicates=None)  # no ids: not judged
+    loadgen.assert_slo(unknown)
+
+
 def test_a_pipeline_directory_gets_every_interval_and_the_end_marker(tmp_path):
     landed = loadgen.run(STREAM, MEMORY, duration="2s", warmup=0, pipeline=tmp_path / "landing")
     files = sorted(p.name for p in (tmp_path / "landing").iterdir())

@@ -17,7 +17,7 @@ from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import METRICS, ROLE_METRICS, IntervalStats
 from loadgen.worker.local import Totals
 
-PROTOCOL = 2
+PROTOCOL = 3
 """Bumped when a request or answer changes shape; coordinator and worker must agree."""
 
 

@@ -32,9 +32,9 @@ def delivered_send_times():
     original = pulsar_consumer.PulsarConsumer.__init__
 
     def spying(self, client, topic, subscription, on_message, *rest):
-        def on_message_too(payload, sent_ns):
+        def on_message_too(payload, sent_ns, *stamp):
             seen.append(sent_ns)
-            on_message(payload, sent_ns)
+            on_message(payload, sent_ns, *stamp)
 
         original(self, client, topic, subscription, on_message_too, *rest)
 
@@ -79,12 +79,14 @@ def test_a_new_earliest_subscription_reads_a_partitioned_backlog_fully(pulsar_sp
     backlog = 50_000
     errors = []
     for index in range(backlog):
-        producer.send(None, b"%d" % index, lambda error, *_: error and errors.append(error))
+        producer.send(
+            None, b"%d" % index, lambda error, *_: error and errors.append(error), index, 0
+        )
     assert producer.flush(60) == 0
     assert errors == []
     received = []
     started = time.monotonic()
-    consumer = driver.create_consumer(topic, "late", lambda payload, sent: received.append(payload))
+    consumer = driver.create_consumer(topic, "late", lambda payload, *_: received.append(payload))
     deadline = started + 60
     while len(received) < backlog and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -80,6 +80,61 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
         broker.stop()
 
 
+def _stats_interval(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    seconds = parse_duration(value, option="--stats-interval")
+    if seconds < 1:
+        raise ConfigError(
+            "must be at least 1 second",
+            path="--stats-interval",
+            value=seconds,
+            allowed="1s or more",
+        )
+    return seconds
+
+
+# Options that `run` and `sweep` share: each sweep step is a `run`.
+OUT_DIR = click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Directory for result files (and a sweep's summary).",
+)
+STATS_INTERVAL = click.option(
+    "--stats-interval",
+    callback=_stats_interval,
+    default="10s",
+    show_default=True,
+    help="Stats period (1s or more).",
+)
+LENIENT = click.option(
+    "--lenient",
+    is_flag=True,
+    help="Ignore unknown YAML keys with a warning (OMB behaviour) instead of failing.",
+)
+PLAIN = click.option("--plain", is_flag=True, help="Plain lines even on a terminal (no live view).")
+WORKERS = click.option(
+    "--workers",
+    default=None,
+    help="Run on these `loadgen worker`s (URL,URL,...; the first creates the topics) instead "
+    "of processes on this host.",
+)
+PROCESSES = click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes on this host [default: one per usable core; 1 runs in this process].",
+)
+TOKEN = click.option(
+    "--token",
+    envvar=TOKEN_ENV,
+    default=None,
+    help=f"The workers' token (or {TOKEN_ENV}); never printed or stored.",
+)
+
+
 @cli.command()
 @click.argument("workloads", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -90,15 +145,7 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
     type=click.Path(path_type=Path),
     help="Driver YAML (repeatable). Without it, a local Kafka broker is started.",
 )
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Directory for result files.",
-)
+@OUT_DIR
 @click.option(
     "--duration",
     callback=_duration("--duration"),
@@ -109,13 +156,7 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
     callback=_duration("--warmup"),
     help="Override warmupDurationMinutes (same formats).",
 )
-@click.option(
-    "--stats-interval",
-    callback=_duration("--stats-interval"),
-    default="10s",
-    show_default=True,
-    help="Stats period (1s or more).",
-)
+@STATS_INTERVAL
 @click.option("--keep-topics", is_flag=True, help="Do not delete the topics after the run.")
 @click.option(
     "--existing-topics",
@@ -130,13 +171,9 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
     show_default=True,
     help="Catch-up runs: the longest the backlog may take to build, and then to drain.",
 )
-@click.option(
-    "--lenient",
-    is_flag=True,
-    help="Ignore unknown YAML keys with a warning (OMB behaviour) instead of failing.",
-)
+@LENIENT
 @click.option("-q", "--quiet", is_flag=True, help="Only the closing aggregate, no live view.")
-@click.option("--plain", is_flag=True, help="Plain lines even on a terminal (no live view).")
+@PLAIN
 @click.option(
     "--json-lines",
     is_flag=True,
@@ -150,18 +187,8 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
     default=None,
     help="Also land every interval in DIR for `loadgen pipeline ingest` (Spark).",
 )
-@click.option(
-    "--workers",
-    default=None,
-    help="Run on these `loadgen worker`s (URL,URL,...; the first creates the topics) instead "
-    "of processes on this host.",
-)
-@click.option(
-    "--processes",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Worker processes on this host [default: one per usable core; 1 runs in this process].",
-)
+@WORKERS
+@PROCESSES
 @click.option(
     "--split",
     type=click.Choice(SPLITS),
@@ -170,12 +197,7 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
     "first half, consumers on the rest) or whole topics per worker [default: omb; topics for "
     "the memory driver].",
 )
-@click.option(
-    "--token",
-    envvar=TOKEN_ENV,
-    default=None,
-    help=f"The workers' token (or {TOKEN_ENV}); never printed or stored.",
-)
+@TOKEN
 @click.option(
     "--cpus",
     default=None,
@@ -209,13 +231,6 @@ def run(
     A failed run is reported and the next one starts (OMB's behaviour); the exit code is the
     worst one seen. Ctrl-C ends the whole sequence after writing the partial result.
     """
-    if stats_interval < 1:
-        raise ConfigError(
-            "must be at least 1 second",
-            path="--stats-interval",
-            value=stats_interval,
-            allowed="1s or more",
-        )
     if duration is not None and duration <= 0:
         raise ConfigError(
             "must be positive", path="--duration", value=duration, allowed="a positive duration"
@@ -393,15 +408,7 @@ def _files_written(result: str | None, output: Output) -> None:
     type=click.Path(path_type=Path),
     help="Driver YAML. Without it, a local Kafka broker is started.",
 )
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Directory for the result files and the sweep summary.",
-)
+@OUT_DIR
 @click.option("--rates", help="Rates to run: 1k,5k,10k or START:STOP:COUNT (evenly spaced).")
 @click.option(
     "--slo-p99",
@@ -432,27 +439,14 @@ def _files_written(result: str | None, output: Output) -> None:
 )
 @click.option("--duration", callback=_duration("--duration"), help="Each run's measured phase.")
 @click.option("--warmup", callback=_duration("--warmup"), help="Each run's warm-up.")
-@click.option(
-    "--stats-interval",
-    callback=_duration("--stats-interval"),
-    default="10s",
-    show_default=True,
-    help="Stats period (1s or more).",
-)
-@click.option("--lenient", is_flag=True, help="Ignore unknown YAML keys with a warning.")
+@STATS_INTERVAL
+@LENIENT
 @click.option("-q", "--quiet", is_flag=True, help="Only each run's closing aggregate.")
-@click.option("--plain", is_flag=True, help="Plain lines even on a terminal (no live view).")
+@PLAIN
 @click.option("--no-report", is_flag=True, help="No HTML reports (per run and for the sweep).")
-@click.option("--workers", default=None, help="Run on these `loadgen worker`s (URL,URL,...).")
-@click.option(
-    "--processes",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Worker processes on this host [default: one per usable core].",
-)
-@click.option(
-    "--token", envvar=TOKEN_ENV, default=None, help=f"The workers' token (or {TOKEN_ENV})."
-)
+@WORKERS
+@PROCESSES
+@TOKEN
 def sweep_command(
     workload_path: Path,
     driver: Path | None,
@@ -492,13 +486,6 @@ def sweep_command(
             "an SLO search needs the rates to search between",
             path="--search",
             allowed="LOW:HIGH, e.g. 10k:1M",
-        )
-    if stats_interval < 1:
-        raise ConfigError(
-            "must be at least 1 second",
-            path="--stats-interval",
-            value=stats_interval,
-            allowed="1s or more",
         )
     planned = sweep.parse_rates(rates, "--rates") if rates is not None else None
     bounds = None if search_range is None else sweep.parse_search(search_range, "--search")

@@ -1,7 +1,9 @@
-"""The tailing scenario with OMB's lifecycle.
+"""OMB's run lifecycle, which every scenario shares.
 
 create topics → create consumers → create producers → probe that every subscription receives →
-warm-up → measure → stop producers → drain in-flight messages → tear down.
+warm-up → [catch-up: build and drain a backlog] → measure → stop producers → drain in-flight
+messages → tear down. Without producers (consumer-only) there is no probe and no load; a rate
+control (discovery, a profile) adjusts the rate on the measurement's ticks.
 
 Warm-up intervals are kept (flagged) so the totals stay exact; the result builder leaves them
 out of the aggregates. Ctrl-C (or SIGTERM, turned into KeyboardInterrupt by the CLI) at any point

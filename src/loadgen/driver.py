@@ -15,6 +15,7 @@ engine gave ``send``. Each driver documents where it carries them.
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,11 @@ producer was given in :meth:`Producer.send` (:data:`NO_MESSAGE_ID` and :data:`NO
 a message that carries none), and the index of the partition it was read from (-1 when the
 client cannot tell). The engine's loss, duplicate and reorder accounting and its
 coordinated-omission-corrected end-to-end latency rest on these."""
+
+STAMP = struct.Struct(">qqq")
+"""Send time (epoch ns), message id and intended send time (epoch ns) as 24 big-endian bytes:
+the layout the Kafka, Pulsar and RabbitMQ drivers carry in their ``lg-stamp`` header or
+property (Pravega marks its own prefix and packs it itself)."""
 
 NO_MESSAGE_ID = -1
 """The ``message_id`` of a message that carries none (readiness probes, messages written by

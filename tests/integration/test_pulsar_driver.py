@@ -23,8 +23,8 @@ import pulsar
 import pytest
 
 from drivers.pulsar.consumer import partition_of
-from drivers.pulsar.producer import STAMP, STAMP_PROPERTY
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, TopicSpec, open_driver
+from drivers.pulsar.producer import STAMP_PROPERTY
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec, open_driver
 from loadgen.errors import BrokerUnreachable
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.testing.process import free_port

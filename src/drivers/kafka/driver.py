@@ -41,7 +41,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, OnDone, OnMessage, TopicSpec
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, OnDone, OnMessage, TopicSpec
 from loadgen.errors import BrokerUnreachable, DriverError
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
@@ -51,8 +51,7 @@ client_log = logging.getLogger("loadgen.kafka.librdkafka")
 """librdkafka's own log lines go through Python logging rather than straight to stderr."""
 
 STAMP_HEADER = "lg-stamp"
-STAMP = struct.Struct(">qqq")
-"""``lg-stamp``: send time (epoch ns), message id, intended send time (epoch ns)."""
+"""Carries :data:`loadgen.driver.STAMP`, 24 bytes."""
 OLD_TIMESTAMP_HEADER = "lg-send-ns"
 """An older loadgen's header: the send time alone, 8-byte big-endian epoch ns."""
 CREATE_BATCH = 500

@@ -25,8 +25,8 @@ import struct
 from collections.abc import Callable
 
 from drivers.pulsar.client import pulsar
-from drivers.pulsar.producer import STAMP, STAMP_PROPERTY
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, OnMessage
+from drivers.pulsar.producer import STAMP_PROPERTY
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, OnMessage
 
 log = logging.getLogger("loadgen.pulsar")
 

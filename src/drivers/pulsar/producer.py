@@ -13,21 +13,18 @@ without it the client fails the message at once with ``ProducerQueueIsFull``, wh
 from __future__ import annotations
 
 import logging
-import struct
 from binascii import b2a_base64
 from functools import partial
 from time import time_ns
 
 from drivers.pulsar.client import pulsar
-from loadgen.driver import CallbackAcks, OnDone
+from loadgen.driver import STAMP, CallbackAcks, OnDone
 from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.pulsar")
 
 STAMP_PROPERTY = "lg-stamp"
-STAMP = struct.Struct(">qqq")
-"""``lg-stamp``: the send time (the producer's wall clock, epoch ns), the message id and the
-intended send time (epoch ns), three big-endian int64 in base64, 32 characters (properties are
+"""Carries :data:`loadgen.driver.STAMP` in base64, 32 characters (properties are
 strings). Any value longer than the send time alone cost the client ~10 % more CPU per message
 here, whatever its form (bench/RESULTS.md: decimal, base64, two properties), for a reason not
 established; base64 is the cheapest of them to build and to parse in Python."""

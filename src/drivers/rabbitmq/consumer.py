@@ -21,8 +21,8 @@ from collections.abc import Callable
 from functools import partial
 
 from drivers.rabbitmq.connection import LoopThread, SharedConnection
-from drivers.rabbitmq.producer import STAMP, STAMP_HEADER
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, OnMessage
+from drivers.rabbitmq.producer import STAMP_HEADER
+from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, OnMessage
 from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.rabbitmq")

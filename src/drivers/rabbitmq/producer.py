@@ -12,7 +12,6 @@ a full window blocks ``send`` (stepping the loop) like a full client queue block
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable
 from time import time_ns
 from zlib import crc32
@@ -23,15 +22,14 @@ from pika.spec import Basic
 from drivers.rabbitmq.config import RabbitMqConfig
 from drivers.rabbitmq.connection import SharedConnection
 from drivers.rabbitmq.pump import Pump
-from loadgen.driver import OnDone
+from loadgen.driver import STAMP, OnDone
 from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.rabbitmq")
 
 STAMP_HEADER = "lg-stamp"
-STAMP = struct.Struct(">qqq")
-"""``lg-stamp``, 24 bytes (an AMQP byte array): send time (epoch ns; the AMQP ``timestamp``
-property is whole seconds), message id, intended send time (epoch ns), big-endian int64 each.
+"""Carries :data:`loadgen.driver.STAMP`, 24 bytes, as an AMQP byte array (the AMQP
+``timestamp`` property is whole seconds).
 pika encodes one ``bytes`` value in about half the time of three ``int`` ones."""
 SEQUENCE_HEADER = "lg-seq"
 CONNECT_TIMEOUT_S = 15.0

@@ -23,16 +23,16 @@ from loadgen.stats import (
     merge_all,
 )
 
-SUMMARY_PERCENTILES = {"50pct": 50.0, "99pct": 99.0, "999pct": 99.9}
-
 
 def _latency_ms(histogram: hdr.Histogram) -> dict[str, float]:
     """p50/p99/p99.9/max in ms (Java-equal percentiles), the run summary's shape."""
-    summary = {
-        name: hdr.value_at_percentile(histogram, p) / 1000
-        for name, p in SUMMARY_PERCENTILES.items()
+    summary = hdr.summary(histogram)
+    return {
+        "50pct": summary.p50 / 1000,
+        "99pct": summary.p99 / 1000,
+        "999pct": summary.p999 / 1000,
+        "Max": summary.max / 1000,
     }
-    return summary | {"Max": histogram.max / 1000}
 
 
 def _phase(

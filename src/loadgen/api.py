@@ -15,6 +15,7 @@ from typing import Any
 from loadgen.cluster.placement import Placement
 from loadgen.driver import load_driver_class
 from loadgen.errors import ConfigError, RunAborted
+from loadgen.hooks import DEFAULT_TIMEOUT_S, make_hooks
 from loadgen.result import Result, build_result
 from loadgen.runner import execute
 from loadgen.scenarios.tailing import RunOptions
@@ -83,6 +84,9 @@ def run(
     processes: int = 1,
     workers: Sequence[str] = (),
     token: str | None = None,
+    before_run: Sequence[str] = (),
+    after_run: Sequence[str] = (),
+    hook_timeout: Duration = DEFAULT_TIMEOUT_S,
 ) -> Result:
     r"""Run one workload against one broker and return what was measured.
 
@@ -94,6 +98,9 @@ def run(
     for ``loadgen pipeline ingest``, as ``loadgen run --pipeline`` does. ``processes`` > 1
     or ``workers`` (URLs of ``loadgen worker``\ s, with their ``token``) split the run as
     ``loadgen run --processes/--workers`` do; by default it runs in this process.
+    ``before_run``/``after_run`` are shell commands run around it as ``--before-run`` and
+    ``--after-run`` run them; a failing ``before_run`` raises
+    :class:`~loadgen.hooks.HookFailed` and nothing is started.
     """
     chosen, path = _as_workload(workload)
     spec = _as_driver(driver)
@@ -114,7 +121,11 @@ def run(
         on_interval=on_interval,
     )
     placement = Placement(workers=tuple(workers), processes=processes, token=token)
-    name, document, outcome = execute(chosen, path, spec, options, placement)
+    timeout = _seconds(hook_timeout, "hook_timeout")
+    hooks = make_hooks(
+        before_run, after_run, timeout or 0, ("before_run", "after_run", "hook_timeout")
+    )
+    name, document, outcome = execute(chosen, path, spec, options, placement, hooks)
     result = build_result(
         name,
         spec.name,

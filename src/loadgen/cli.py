@@ -20,6 +20,7 @@ from loadgen.cluster.spawn import ANNOUNCEMENT, TOKEN_ENV
 from loadgen.cluster.split import SPLITS
 from loadgen.cpus import pin, usable_cpus
 from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
+from loadgen.hooks import RunHooks, describe_hook, make_hooks
 from loadgen.pipeline.commands import pipeline
 from loadgen.report.console import delivery_warning, format_catch_up
 from loadgen.report.display import display_for
@@ -127,6 +128,25 @@ PROCESSES = click.option(
     default=None,
     help="Worker processes on this host [default: one per usable core; 1 runs in this process].",
 )
+BEFORE_RUN = click.option(
+    "--before-run",
+    multiple=True,
+    help="A shell command run before each run (repeatable, in order), e.g. dropping the page "
+    "cache; a failure stops the run (exit 2). Output and exit code go into the result.",
+)
+AFTER_RUN = click.option(
+    "--after-run",
+    multiple=True,
+    help="A shell command run after each run (repeatable), whatever its outcome; a failure is "
+    "reported and recorded in the result.",
+)
+HOOK_TIMEOUT = click.option(
+    "--hook-timeout",
+    callback=_duration("--hook-timeout"),
+    default="5m",
+    show_default=True,
+    help="The longest one --before-run/--after-run command may take; it is killed then.",
+)
 TOKEN = click.option(
     "--token",
     envvar=TOKEN_ENV,
@@ -198,6 +218,9 @@ TOKEN = click.option(
     "the memory driver].",
 )
 @TOKEN
+@BEFORE_RUN
+@AFTER_RUN
+@HOOK_TIMEOUT
 @click.option(
     "--cpus",
     default=None,
@@ -224,6 +247,9 @@ def run(
     processes: int | None,
     split: str | None,
     token: str | None,
+    before_run: tuple[str, ...],
+    after_run: tuple[str, ...],
+    hook_timeout: float,
     cpus: str | None,
 ) -> None:
     """Run each WORKLOAD against each driver, in order, as OMB does.
@@ -258,6 +284,7 @@ def run(
         catch_up_timeout_s=catch_up_timeout,
         pipeline_dir=None if pipeline_dir is None else str(pipeline_dir),
     )
+    hooks = make_hooks(before_run, after_run, hook_timeout)
     single_run = len(loaded) * len(specs) == 1
     worst = 0
     with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
@@ -268,7 +295,7 @@ def run(
         for path, workload in loaded:
             for spec in specs:
                 try:
-                    _run_and_show(workload, path, spec, options, placement, output)
+                    _run_and_show(workload, path, spec, options, placement, output, hooks)
                 except LoadgenError as error:
                     interrupted = isinstance(error, RunAborted) and error.reason == "interrupted"
                     if single_run or interrupted:
@@ -346,19 +373,22 @@ def _run_and_show(
     options: RunOptions,
     placement: Placement,
     output: Output,
+    hooks: RunHooks,
 ) -> RunReport:
     title = f"{workload.name or path.stem} on {spec.name} ({spec.kind})"
     click.echo(f"== {title}", err=True)
     with display_for(output.display, title) as display:
         shown = replace(options, on_interval=display.interval, on_phase=display.phase)
         try:
-            report = run_one(workload, path, spec, output.out_dir, shown, placement)
+            report = run_one(workload, path, spec, output.out_dir, shown, placement, hooks)
         except RunAborted as aborted:
             display.finish(None, aborted.result_path)
             _files_written(aborted.result_path, output)
             raise
         measured = measured_intervals(report.outcome.intervals)
         display.finish(merge_all(measured) if measured else None, str(report.path))
+    for record in report.result["run"].get("hooks", ()):
+        click.echo(f"hook: {describe_hook(record)}", err=True)
     warning = delivery_warning(report.result)
     if warning is not None:
         click.echo(warning, err=True)
@@ -447,6 +477,9 @@ def _files_written(result: str | None, output: Output) -> None:
 @WORKERS
 @PROCESSES
 @TOKEN
+@BEFORE_RUN
+@AFTER_RUN
+@HOOK_TIMEOUT
 def sweep_command(
     workload_path: Path,
     driver: Path | None,
@@ -467,6 +500,9 @@ def sweep_command(
     workers: str | None,
     processes: int | None,
     token: str | None,
+    before_run: tuple[str, ...],
+    after_run: tuple[str, ...],
+    hook_timeout: float,
 ) -> None:
     """Run WORKLOAD at several rates (--rates), or search for the highest rate that meets a
     p99 bound (--slo-p99 with --search LOW:HIGH), and write a rate-vs-latency table and chart.
@@ -502,6 +538,7 @@ def sweep_command(
         out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report
     )
     placement = _placement(workers, processes, token)
+    hooks = make_hooks(before_run, after_run, hook_timeout)
     options = RunOptions(duration_s=duration, warmup_s=warmup, stats_interval_s=stats_interval)
     with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
         spec = (
@@ -511,7 +548,7 @@ def sweep_command(
         )
 
         def run_at(at: Workload) -> RunReport:
-            return _run_and_show(at, workload_path, spec, options, placement, output)
+            return _run_and_show(at, workload_path, spec, options, placement, output, hooks)
 
         def measure(rate: float) -> sweep.SweepPoint:
             return sweep.measure_point(workload, rate, run_at)

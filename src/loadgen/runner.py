@@ -13,11 +13,12 @@ from typing import Any
 
 from loadgen.cluster.placement import Placement, open_worker
 from loadgen.errors import RunAborted
+from loadgen.hooks import RunHooks, hook_env, run_after, run_before
 from loadgen.payload import build_payloads
 from loadgen.pipeline.landing import RunIdentity, open_landing
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.hlog import write_hlogs
-from loadgen.results.metadata import configuration, run_metadata
+from loadgen.results.metadata import configuration, redact, run_metadata
 from loadgen.results.testresult import ResultHeader, build_test_result
 from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
 from loadgen.spec import Workload
@@ -25,6 +26,7 @@ from loadgen.spec.driver_spec import DriverSpec
 from loadgen.worker.local import WORKER_ID
 
 IN_PROCESS = Placement()
+NO_HOOKS = RunHooks()
 
 
 @dataclass(frozen=True)
@@ -42,23 +44,33 @@ def execute(
     spec: DriverSpec,
     options: RunOptions,
     placement: Placement = IN_PROCESS,
+    hooks: RunHooks = NO_HOOKS,
 ) -> tuple[str, dict[str, Any], RunOutcome]:
     """Run ``workload`` against ``spec``: its name, the result document, the raw outcome.
 
     Never raises for a run cut short: the outcome says ``incomplete`` and the document has
     everything measured until then (and the pipeline, if any, gets the end marker all the same).
+    ``hooks`` run before anything is created and after the topics are gone; a failing
+    ``before_run`` command raises :class:`~loadgen.hooks.HookFailed` and nothing is run.
     """
     name = workload.name or (workload_path.stem if workload_path else "workload")
     run_id = uuid.uuid4().hex
     setup = configuration(workload, spec)
+    payloads = build_payloads(workload, workload_path)
+    env = hook_env(run_id, name, spec.name)
+    done_hooks = run_before(hooks, env)
     landing = None
     if options.pipeline_dir is not None:
         identity = RunIdentity(run_id, WORKER_ID, 1, name, spec.name, spec.kind, setup)
         landing = open_landing(Path(options.pipeline_dir), identity)
         options = replace(options, on_interval=landing.chain(options.on_interval))
-    payloads = build_payloads(workload, workload_path)
-    with open_worker(spec, workload, placement) as worker:
-        outcome = run_tailing(worker, workload, payloads, options)
+    status = "failed"
+    try:
+        with open_worker(spec, workload, placement) as worker:
+            outcome = run_tailing(worker, workload, payloads, options)
+        status = "incomplete" if outcome.incomplete else "complete"
+    finally:  # after_run undoes what before_run did, so it runs whenever before_run did
+        done_hooks += run_after(hooks, {**env, "LOADGEN_RUN_STATUS": status})
     if landing is not None:
         landing.end(
             outcome.intervals, incomplete=outcome.incomplete, stop_reason=outcome.stop_reason
@@ -86,6 +98,8 @@ def execute(
         tailing_per_topic=workload.tailing_subscriptions_per_topic,
         extensions=outcome.extensions,
     )
+    if hooks:
+        result["run"]["hooks"] = [redact(record.to_json()) for record in done_hooks]
     return name, result, outcome
 
 
@@ -102,12 +116,13 @@ def run_one(
     out_dir: Path,
     options: RunOptions,
     placement: Placement = IN_PROCESS,
+    hooks: RunHooks = NO_HOOKS,
 ) -> RunReport:
     """Run ``workload`` against ``spec`` and write the result; raise RunAborted if cut short.
 
     The result file is written before RunAborted is raised, so nothing measured is lost.
     """
-    name, result, outcome = execute(workload, workload_path, spec, options, placement)
+    name, result, outcome = execute(workload, workload_path, spec, options, placement, hooks)
     path = result_path(out_dir, name, spec, outcome)
     write_json_atomic(path, result)
     write_hlogs(path, outcome.intervals, outcome.started_ms)

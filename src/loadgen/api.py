@@ -8,6 +8,7 @@ nothing is printed and nothing is written unless :meth:`Result.save` is called.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,9 @@ from typing import Any
 from loadgen.cluster.placement import Placement
 from loadgen.driver import load_driver_class
 from loadgen.errors import ConfigError, RunAborted
+from loadgen.metrics.board import MetricsBoard
+from loadgen.metrics.endpoint import DEFAULT_HOST as DEFAULT_METRICS_HOST
+from loadgen.metrics.endpoint import serving
 from loadgen.result import Result, build_result
 from loadgen.runner import execute
 from loadgen.scenarios.tailing import RunOptions
@@ -83,6 +87,8 @@ def run(
     processes: int = 1,
     workers: Sequence[str] = (),
     token: str | None = None,
+    metrics_port: int | None = None,
+    metrics_host: str = DEFAULT_METRICS_HOST,
 ) -> Result:
     r"""Run one workload against one broker and return what was measured.
 
@@ -94,6 +100,8 @@ def run(
     for ``loadgen pipeline ingest``, as ``loadgen run --pipeline`` does. ``processes`` > 1
     or ``workers`` (URLs of ``loadgen worker``\ s, with their ``token``) split the run as
     ``loadgen run --processes/--workers`` do; by default it runs in this process.
+    ``metrics_port`` serves the run's figures in Prometheus' format while it runs, as
+    ``loadgen run --metrics-port`` does (port 0: any free one, logged by ``loadgen.metrics``).
     """
     chosen, path = _as_workload(workload)
     spec = _as_driver(driver)
@@ -112,9 +120,13 @@ def run(
         keep_topics=keep_topics,
         pipeline_dir=None if pipeline is None else str(pipeline),
         on_interval=on_interval,
+        metrics=None if metrics_port is None else MetricsBoard(role="coordinator", worker="all"),
     )
     placement = Placement(workers=tuple(workers), processes=processes, token=token)
-    name, document, outcome = execute(chosen, path, spec, options, placement)
+    with contextlib.ExitStack() as stack:
+        if options.metrics is not None:
+            stack.enter_context(serving(options.metrics, metrics_host, metrics_port, token))
+        name, document, outcome = execute(chosen, path, spec, options, placement)
     result = build_result(
         name,
         spec.name,

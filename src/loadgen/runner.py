@@ -13,6 +13,7 @@ from typing import Any
 
 from loadgen.cluster.placement import Placement, open_worker
 from loadgen.errors import RunAborted
+from loadgen.metrics.run import publishing
 from loadgen.payload import build_payloads
 from loadgen.pipeline.landing import RunIdentity, open_landing
 from loadgen.results.files import result_stem, write_json_atomic
@@ -57,7 +58,10 @@ def execute(
         landing = open_landing(Path(options.pipeline_dir), identity)
         options = replace(options, on_interval=landing.chain(options.on_interval))
     payloads = build_payloads(workload, workload_path)
-    with open_worker(spec, workload, placement) as worker:
+    with (
+        publishing(options, run_id=run_id, workload=name, driver=spec.name) as options,
+        open_worker(spec, workload, placement) as worker,
+    ):
         outcome = run_tailing(worker, workload, payloads, options)
     if landing is not None:
         landing.end(

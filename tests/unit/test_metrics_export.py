@@ -11,11 +11,13 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
+import loadgen
 from loadgen import hdr
 from loadgen.errors import ConfigError
 from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import serving
 from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, IntervalStats
+from loadgen.testing.process import free_port
 
 RUN = {"run_id": "r1", "workload": "w", "driver": "Memory"}
 LABELS = {"role": "coordinator", "worker": "all", **RUN}
@@ -181,3 +183,40 @@ def test_beyond_loopback_needs_a_token_and_scrapes_must_send_it(board):
         assert get(local)[0] == 401
         assert get(local, token="wrong")[0] == 401
         assert get(local, token="s3cret")[0] == 200
+
+
+def test_the_python_api_serves_each_interval_before_its_callback_sees_it():
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    seen = []
+
+    def on_interval(stats: IntervalStats, backlog: int) -> None:
+        samples = {
+            sample.name: (sample.value, sample.labels)
+            for family in text_string_to_metric_families(get(url)[1])
+            for sample in family.samples
+        }
+        seen.append((stats, backlog, samples))
+
+    stream = {
+        "topics": 1,
+        "partitionsPerTopic": 1,
+        "messageSize": 64,
+        "subscriptionsPerTopic": 1,
+        "consumerPerSubscription": 1,
+        "producersPerTopic": 1,
+        "producerRate": 1000,
+        "testDurationMinutes": 1,
+    }
+    result = loadgen.run(
+        stream, loadgen.driver("memory"), duration="3s", warmup=0, on_interval=on_interval,
+        metrics_port=port,
+    )  # fmt: skip
+    assert len(seen) == 3
+    for index, (stats, backlog, samples) in enumerate(seen):
+        assert samples["loadgen_interval_index"][0] == index
+        assert samples["loadgen_interval_producer_messages_sent"][0] == stats.sent > 0
+        assert samples["loadgen_consumer_backlog_messages"][0] == backlog
+        assert samples["loadgen_run_active"][1]["run_id"] == result.document["run"]["runId"]
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=2)

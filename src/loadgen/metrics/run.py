@@ -10,10 +10,10 @@ from typing import Any
 from loadgen.scenarios.tailing import RunOptions
 
 
-def _both(first: Callable[..., None] | None, second: Callable[..., None]) -> Callable[..., None]:
-    """A callback that calls ``first`` (if any) and then ``second``."""
-    if first is None:
-        return second
+def _both(first: Callable[..., None], second: Callable[..., None] | None) -> Callable[..., None]:
+    """A callback that calls ``first`` and then ``second`` (if any)."""
+    if second is None:
+        return first
 
     def call(*args: Any) -> None:
         first(*args)
@@ -25,7 +25,10 @@ def _both(first: Callable[..., None] | None, second: Callable[..., None]) -> Cal
 @contextlib.contextmanager
 def publishing(options: RunOptions, **labels: str) -> Iterator[RunOptions]:
     """``options`` whose interval and phase callbacks also update ``options.metrics`` (if set),
-    for one run labelled ``labels``; the board shows the run as ended when the block ends."""
+    for one run labelled ``labels``; the board shows the run as ended when the block ends.
+
+    The board is updated first, so the endpoint already shows an interval when the caller's own
+    callback gets it."""
     board = options.metrics
     if board is None:
         yield options
@@ -34,8 +37,8 @@ def publishing(options: RunOptions, **labels: str) -> Iterator[RunOptions]:
     try:
         yield replace(
             options,
-            on_interval=_both(options.on_interval, board.interval),
-            on_phase=_both(options.on_phase, board.phase),
+            on_interval=_both(board.interval, options.on_interval),
+            on_phase=_both(board.phase, options.on_phase),
         )
     finally:
         board.end_run()

@@ -8,6 +8,7 @@ nothing is printed and nothing is written unless :meth:`Result.save` is called.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ from loadgen.cluster.placement import Placement
 from loadgen.driver import load_driver_class
 from loadgen.errors import ConfigError, RunAborted
 from loadgen.hooks import DEFAULT_TIMEOUT_S, make_hooks
+from loadgen.metrics.board import MetricsBoard
+from loadgen.metrics.endpoint import DEFAULT_HOST as DEFAULT_METRICS_HOST
+from loadgen.metrics.endpoint import serving
 from loadgen.result import Result, build_result
 from loadgen.runner import execute
 from loadgen.scenarios.tailing import RunOptions
@@ -87,6 +91,8 @@ def run(
     before_run: Sequence[str] = (),
     after_run: Sequence[str] = (),
     hook_timeout: Duration = DEFAULT_TIMEOUT_S,
+    metrics_port: int | None = None,
+    metrics_host: str = DEFAULT_METRICS_HOST,
 ) -> Result:
     r"""Run one workload against one broker and return what was measured.
 
@@ -101,6 +107,8 @@ def run(
     ``before_run``/``after_run`` are shell commands run around it as ``--before-run`` and
     ``--after-run`` run them; a failing ``before_run`` raises
     :class:`~loadgen.hooks.HookFailed` and nothing is started.
+    ``metrics_port`` serves the run's figures in Prometheus' format while it runs, as
+    ``loadgen run --metrics-port`` does (port 0: any free one, logged by ``loadgen.metrics``).
     """
     chosen, path = _as_workload(workload)
     spec = _as_driver(driver)
@@ -119,13 +127,17 @@ def run(
         keep_topics=keep_topics,
         pipeline_dir=None if pipeline is None else str(pipeline),
         on_interval=on_interval,
+        metrics=None if metrics_port is None else MetricsBoard(role="coordinator", worker="all"),
     )
     placement = Placement(workers=tuple(workers), processes=processes, token=token)
     timeout = _seconds(hook_timeout, "hook_timeout")
     hooks = make_hooks(
         before_run, after_run, timeout or 0, ("before_run", "after_run", "hook_timeout")
     )
-    name, document, outcome = execute(chosen, path, spec, options, placement, hooks)
+    with contextlib.ExitStack() as stack:
+        if options.metrics is not None:
+            stack.enter_context(serving(options.metrics, metrics_host, metrics_port, token))
+        name, document, outcome = execute(chosen, path, spec, options, placement, hooks)
     result = build_result(
         name,
         spec.name,

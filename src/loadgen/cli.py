@@ -21,6 +21,9 @@ from loadgen.cluster.split import SPLITS
 from loadgen.cpus import pin, usable_cpus
 from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
 from loadgen.hooks import RunHooks, describe_hook, make_hooks
+from loadgen.metrics.board import MetricsBoard
+from loadgen.metrics.endpoint import DEFAULT_HOST as DEFAULT_METRICS_HOST
+from loadgen.metrics.endpoint import serving
 from loadgen.pipeline.commands import pipeline
 from loadgen.report.console import delivery_warning, format_catch_up
 from loadgen.report.display import display_for
@@ -154,6 +157,34 @@ TOKEN = click.option(
     help=f"The workers' token (or {TOKEN_ENV}); never printed or stored.",
 )
 
+METRICS_PORT = click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve current rates, counts and latency percentiles in Prometheus' text format on "
+    "this port (0: any free one, printed). Off by default.",
+)
+METRICS_HOST = click.option(
+    "--metrics-host",
+    default=None,
+    help=f"Address for --metrics-port [default: {DEFAULT_METRICS_HOST}]. Not loopback needs a "
+    "token, which every scrape must then send as a bearer token.",
+)
+
+
+def _metrics_address(port: int | None, host: str | None) -> tuple[str, int] | None:
+    """Where to serve metrics, or ``None`` when they are off."""
+    if port is None:
+        if host is not None:
+            raise ConfigError(
+                "--metrics-host only says where --metrics-port listens",
+                path="--metrics-host",
+                value=host,
+                allowed="--metrics-port PORT with it",
+            )
+        return None
+    return host or DEFAULT_METRICS_HOST, port
+
 
 @cli.command()
 @click.argument("workloads", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -227,6 +258,8 @@ TOKEN = click.option(
     help="Pin loadgen to these CPUs (1, 0,2 or 0-3; Linux). Pulsar's producer sent 1.6-1.9x "
     "more pinned to one CPU; see the README before using it with other clients.",
 )
+@METRICS_PORT
+@METRICS_HOST
 def run(
     workloads: tuple[Path, ...],
     drivers: tuple[Path, ...],
@@ -251,6 +284,8 @@ def run(
     after_run: tuple[str, ...],
     hook_timeout: float,
     cpus: str | None,
+    metrics_port: int | None,
+    metrics_host: str | None,
 ) -> None:
     """Run each WORKLOAD against each driver, in order, as OMB does.
 
@@ -273,6 +308,8 @@ def run(
     )
     pinned = None if cpus is None else usable_cpus(cpus)
     placement = _placement(workers, processes, token, split, pinned)
+    metrics = _metrics_address(metrics_port, metrics_host)
+    board = None if metrics is None else MetricsBoard(role="coordinator", worker="all")
     loaded = [(path, load_workload(path, lenient=lenient)) for path in workloads]
     specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
     options = RunOptions(
@@ -283,11 +320,14 @@ def run(
         topic_names=_names("--existing-topics", existing_topics),
         catch_up_timeout_s=catch_up_timeout,
         pipeline_dir=None if pipeline_dir is None else str(pipeline_dir),
+        metrics=board,
     )
     hooks = make_hooks(before_run, after_run, hook_timeout)
     single_run = len(loaded) * len(specs) == 1
     worst = 0
     with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
+        if board is not None and metrics is not None:  # before a broker starts: fail fast
+            click.echo(f"metrics: {stack.enter_context(serving(board, *metrics, token))}", err=True)
         if not specs:
             specs = [stack.enter_context(_embedded_kafka())]
         if pinned is not None:
@@ -788,10 +828,22 @@ def brokers(action: str, kind: str, port: int | None) -> None:
 )
 @click.option("--cpus", default=None, help="Pin the worker to these CPUs (1, 0,2 or 0-3; Linux).")
 @click.option("--exit-with-stdin", is_flag=True, hidden=True)
+@METRICS_PORT
+@METRICS_HOST
 def worker(
-    bind: str, token: str | None, max_body_mb: int, cpus: str | None, exit_with_stdin: bool
+    bind: str,
+    token: str | None,
+    max_body_mb: int,
+    cpus: str | None,
+    exit_with_stdin: bool,
+    metrics_port: int | None,
+    metrics_host: str | None,
 ) -> None:
-    """Serve runs for a coordinator (`loadgen run --workers URL,...`) until stopped."""
+    """Serve runs for a coordinator (`loadgen run --workers URL,...`) until stopped.
+
+    With --metrics-port it also serves its own figures (each interval the coordinator takes).
+    """
+    metrics = _metrics_address(metrics_port, metrics_host)
     if cpus is not None:
         pin(usable_cpus(cpus))  # before any driver exists: its threads inherit it
 
@@ -805,6 +857,8 @@ def worker(
         max_body_bytes=max_body_mb * 2**20,
         announce=announce,
         exit_with_stdin=exit_with_stdin,
+        metrics=metrics,
+        announce_metrics=lambda url: click.echo(f"loadgen worker metrics on {url}", err=True),
     )
 
 

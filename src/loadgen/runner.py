@@ -14,6 +14,7 @@ from typing import Any
 from loadgen.cluster.placement import Placement, open_worker
 from loadgen.errors import RunAborted
 from loadgen.hooks import RunHooks, hook_env, run_after, run_before
+from loadgen.metrics.run import publishing
 from loadgen.payload import build_payloads
 from loadgen.pipeline.landing import RunIdentity, open_landing
 from loadgen.results.files import result_stem, write_json_atomic
@@ -66,7 +67,10 @@ def execute(
         options = replace(options, on_interval=landing.chain(options.on_interval))
     status = "failed"
     try:
-        with open_worker(spec, workload, placement) as worker:
+        with (
+            publishing(options, run_id=run_id, workload=name, driver=spec.name) as options,
+            open_worker(spec, workload, placement) as worker,
+        ):
             outcome = run_tailing(worker, workload, payloads, options)
         status = "incomplete" if outcome.incomplete else "complete"
     finally:  # after_run undoes what before_run did, so it runs whenever before_run did

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -30,9 +29,12 @@ from pydantic import BaseModel, ValidationError
 
 import loadgen
 from loadgen.cluster import wire
+from loadgen.cluster.exposure import check_exposure
 from loadgen.cluster.service import WorkerService
 from loadgen.cpus import available_cpus
 from loadgen.errors import ConfigError, LoadgenError
+from loadgen.metrics.board import MetricsBoard
+from loadgen.metrics.endpoint import serving
 
 log = logging.getLogger("loadgen.cluster.worker")
 
@@ -53,27 +55,6 @@ def parse_bind(text: str) -> tuple[str, int]:
             "expected HOST:PORT", path="--bind", value=text, allowed="e.g. 127.0.0.1:8080"
         )
     return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_exposure(host: str, token: str | None) -> None:
-    """A worker reachable from other hosts runs load for whoever can reach it: not without a
-    token."""
-    if not token and not is_loopback(host):
-        raise ConfigError(
-            f"binding {host} (not loopback) needs a token",
-            path="--token",
-            value=None,
-            allowed="--token TOKEN or the LOADGEN_TOKEN environment variable",
-        )
 
 
 def _error(status: int, kind: str, message: str, exit_code: int) -> web.Response:
@@ -204,16 +185,16 @@ async def _serve(
     max_body_bytes: int,
     announce: Callable[[str], None],
     exit_with_stdin: bool,
+    board: MetricsBoard | None,
 ) -> None:
-    service = WorkerService()
+    service = WorkerService(board)
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loadgen-worker")
     routes = _Routes(service, executor)
     runner = web.AppRunner(make_app(routes, token, max_body_bytes), access_log=None)
     await runner.setup()
     try:
         await web.SockSite(runner, sock).start()
-        host, port = sock.getsockname()[:2]
-        announce(f"http://{host if ':' not in host else f'[{host}]'}:{port}")
+        announce(_url(sock))
         await _until_stopped(exit_with_stdin)
     finally:
         deadline = time.monotonic() + IN_FLIGHT_GRACE_S
@@ -240,6 +221,11 @@ def _exit_now() -> None:
     os._exit(1)
 
 
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+
+
 def serve(
     bind: str,
     token: str | None,
@@ -247,8 +233,14 @@ def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     announce: Callable[[str], None] = print,
     exit_with_stdin: bool = False,
+    metrics: tuple[str, int] | None = None,
+    announce_metrics: Callable[[str], None] = print,
 ) -> None:
-    """Serve the worker API on ``bind`` until stopped; ``announce`` gets the URL once listening."""
+    """Serve the worker API on ``bind`` until stopped; ``announce`` gets the URL once listening.
+
+    ``metrics`` (host, port) also serves this worker's figures in Prometheus' format there, under
+    the same token rule (:mod:`loadgen.metrics.endpoint`); ``announce_metrics`` gets its URL.
+    """
     host, port = parse_bind(bind)
     check_exposure(host, token)
     try:
@@ -260,7 +252,12 @@ def serve(
             value=bind,
             allowed="a local address and a free port",
         ) from None
-    uvloop.run(_serve(sock, token, max_body_bytes, announce, exit_with_stdin))
+    with sock, contextlib.ExitStack() as stack:
+        board = None
+        if metrics is not None:
+            board = MetricsBoard(role="worker", worker=_url(sock))
+            announce_metrics(stack.enter_context(serving(board, *metrics, token)))
+        uvloop.run(_serve(sock, token, max_body_bytes, announce, exit_with_stdin, board))
 
 
 def _family(host: str) -> socket.AddressFamily:

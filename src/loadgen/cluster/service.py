@@ -13,6 +13,7 @@ from typing import Any
 from loadgen.cluster import wire
 from loadgen.driver import open_driver
 from loadgen.errors import LoadgenError
+from loadgen.metrics.board import MetricsBoard
 from loadgen.worker.local import LocalWorker
 
 log = logging.getLogger("loadgen.cluster.worker")
@@ -28,8 +29,12 @@ class NoRun(LoadgenError):
 
 
 class WorkerService:
-    def __init__(self) -> None:
+    """``board`` shows this worker's own figures (:mod:`loadgen.metrics`): its snapshots as the
+    coordinator takes them, and the phase its requests put it in."""
+
+    def __init__(self, board: MetricsBoard | None = None) -> None:
         self._worker: LocalWorker | None = None
+        self.board = board or MetricsBoard(role="worker")
 
     @property
     def worker(self) -> LocalWorker:
@@ -45,11 +50,16 @@ class WorkerService:
         if self._worker is not None:
             log.warning("a previous run was not closed; closing it before the new one")
             self.close(wire.CloseBody(delete_topics=False))
-        worker = LocalWorker(open_driver(body.spec()))
+        spec = body.spec()
+        self.board.start_run(driver=spec.name)
+        worker = None
         try:
+            worker = LocalWorker(open_driver(spec))
             worker.check_reachable(body.reachable_timeout_s)
         except BaseException:
-            worker.close(delete_topics=False)
+            if worker is not None:
+                worker.close(delete_topics=False)
+            self.board.end_run()
             raise
         self._worker = worker
 
@@ -77,15 +87,18 @@ class WorkerService:
 
     def start_load(self, body: wire.LoadBody) -> None:
         self.worker.start_load(body.rate, body.payload_bytes(), body.key_distributor)
+        self.board.phase("load")
 
     def adjust_rate(self, body: wire.RateBody) -> None:
         self.worker.adjust_rate(body.rate, keep_lag=body.keep_lag)
 
     def stop_load(self, body: wire.TimeoutBody) -> dict[str, Any]:
+        self.board.phase("drain")
         return {"pending": self.worker.stop_load(body.timeout_s)}
 
     def snapshot(self, body: wire.SnapshotBody) -> dict[str, Any]:
         stats = self.worker.snapshot(body.start_ms, body.end_ms, warmup=body.warmup)
+        self.board.interval(stats)
         return {
             "stats": wire.stats_to_json(stats),
             "totals": wire.totals_to_json(self.worker.totals),
@@ -109,4 +122,8 @@ class WorkerService:
     def close(self, body: wire.CloseBody) -> None:
         worker, self._worker = self._worker, None
         if worker is not None:
-            worker.close(delete_topics=body.delete_topics)
+            self.board.phase("teardown")
+            try:
+                worker.close(delete_topics=body.delete_topics)
+            finally:
+                self.board.end_run()

@@ -118,10 +118,10 @@ def run_metadata(
         **(setup or configuration(workload, spec)),
         "startedAt": datetime.fromtimestamp(outcome.started_ms / 1000, UTC).isoformat(),
         "endedAt": datetime.fromtimestamp(outcome.ended_ms / 1000, UTC).isoformat(),
-        "options": {  # the callbacks (on_interval, on_phase) are code, not settings
+        "options": {  # the callbacks (on_interval, on_phase) and the metrics board are not settings
             f.name: getattr(options, f.name)
             for f in fields(options)
-            if not f.name.startswith("on_")
+            if not f.name.startswith("on_") and f.name != "metrics"
         },
         "topics": outcome.topics,
         "drain": {

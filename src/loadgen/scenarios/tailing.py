@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadgen.accounting import Accounting, account
 from loadgen.errors import ConfigError, DriverError, LoadgenError
@@ -27,6 +27,9 @@ from loadgen.stats import IntervalStats, merge_all
 from loadgen.worker.contract import Worker
 from loadgen.worker.local import Totals
 from loadgen.worker.plan import catch_up_subscriptions, consumer_subscriptions, producer_topics
+
+if TYPE_CHECKING:
+    from loadgen.metrics.board import MetricsBoard
 
 log = logging.getLogger("loadgen.run")
 
@@ -58,6 +61,8 @@ class RunOptions:
     """Land every interval for the Spark pipeline here (:mod:`loadgen.pipeline.landing`)."""
     on_interval: IntervalCallback | None = None
     on_phase: PhaseCallback | None = None
+    metrics: MetricsBoard | None = None
+    """Publish every interval and phase here, for a Prometheus endpoint (:mod:`loadgen.metrics`)."""
 
     def begin(self, phase: str, seconds: float | None = None) -> None:
         if self.on_phase is not None:

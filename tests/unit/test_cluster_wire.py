@@ -61,12 +61,23 @@ def test_payloads_travel_as_base64_bytes():
     ]
 
 
+def test_the_in_flight_window_travels_with_the_load():
+    body = wire.LoadBody.of(100.0, [b"x"], "NO_KEY", 1)
+    assert wire.LoadBody.model_validate(body.model_dump()).max_in_flight == 1
+    assert wire.LoadBody.of(100.0, [b"x"], "NO_KEY").max_in_flight is None
+
+
 @pytest.mark.parametrize(
     ("model", "body", "field"),
     [
         (wire.TopicsBody, {"count": 0, "partitions": 1}, "count"),
         (wire.TopicsBody, {"count": 1, "partitions": 1, "extra": 1}, "extra"),
         (wire.LoadBody, {"rate": -1, "payloads": ["AA=="], "key_distributor": "NO_KEY"}, "rate"),
+        (
+            wire.LoadBody,
+            {"rate": 1, "payloads": ["AA=="], "key_distributor": "NO_KEY", "max_in_flight": 0},
+            "max_in_flight",
+        ),
         (wire.SnapshotBody, {"start_ms": "soon", "end_ms": 1, "warmup": False}, "start_ms"),
     ],
 )

@@ -251,9 +251,15 @@ class Ensemble:
     def _rate_shares(self) -> dict[str, float]:
         return {c.url: a.rate_share for c, a in zip(self._clients, self._assignments, strict=True)}
 
-    def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None:
+    def start_load(
+        self,
+        rate: float,
+        payloads: list[bytes],
+        key_distributor: str,
+        max_in_flight: int | None = None,
+    ) -> None:
         shares = self._rate_shares()
-        pool = wire.LoadBody.of(rate, payloads, key_distributor)
+        pool = wire.LoadBody.of(rate, payloads, key_distributor, max_in_flight)
 
         def start(client: WorkerClient) -> Awaitable[dict[str, Any]]:
             body = pool.model_copy(update={"rate": rate * shares[client.url]})

@@ -86,7 +86,9 @@ class WorkerService:
         return {"totals": wire.totals_to_json(self.worker.totals)}
 
     def start_load(self, body: wire.LoadBody) -> None:
-        self.worker.start_load(body.rate, body.payload_bytes(), body.key_distributor)
+        self.worker.start_load(
+            body.rate, body.payload_bytes(), body.key_distributor, body.max_in_flight
+        )
         self.board.phase("load")
 
     def adjust_rate(self, body: wire.RateBody) -> None:

@@ -17,7 +17,7 @@ from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import METRICS, ROLE_METRICS, IntervalStats
 from loadgen.worker.local import Totals
 
-PROTOCOL = 3
+PROTOCOL = 4
 """Bumped when a request or answer changes shape; coordinator and worker must agree."""
 
 
@@ -84,11 +84,23 @@ class LoadBody(Body):
     payloads: list[str] = Field(min_length=1)
     """Base64, so any bytes travel in JSON."""
     key_distributor: str
+    max_in_flight: int | None = Field(default=None, ge=1)
 
     @classmethod
-    def of(cls, rate: float, payloads: list[bytes], key_distributor: str) -> LoadBody:
+    def of(
+        cls,
+        rate: float,
+        payloads: list[bytes],
+        key_distributor: str,
+        max_in_flight: int | None = None,
+    ) -> LoadBody:
         encoded = [base64.b64encode(payload).decode() for payload in payloads]
-        return cls(rate=rate, payloads=encoded, key_distributor=key_distributor)
+        return cls(
+            rate=rate,
+            payloads=encoded,
+            key_distributor=key_distributor,
+            max_in_flight=max_in_flight,
+        )
 
     def payload_bytes(self) -> list[bytes]:
         return [base64.b64decode(payload, validate=True) for payload in self.payloads]

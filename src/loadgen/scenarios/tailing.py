@@ -252,7 +252,9 @@ def run_tailing(
         duration_s = workload.test_duration_s if options.duration_s is None else options.duration_s
         if producing:
             rate = workload.producer_rate if rate_control is None else rate_control.start_rate
-            worker.start_load(rate, payloads, workload.key_distributor)
+            worker.start_load(
+                rate, payloads, workload.key_distributor, workload.producer_max_in_flight
+            )
         measurement.interval_start_ms = _now_ms()
         if warmup_s > 0:
             options.begin("warmup", warmup_s)

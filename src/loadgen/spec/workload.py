@@ -69,6 +69,9 @@ class Workload(BaseModel):
     )
     """loadgen's mixed runs: of ``subscriptionsPerTopic``, this many keep tailing while the
     others build and read the backlog (0: all of them catch up, OMB's catch-up run)."""
+    producer_max_in_flight: int | None = Field(default=None, alias="producerMaxInFlight", ge=1)
+    """loadgen's extension: at most this many unacknowledged messages per producer (1 =
+    synchronous publishing, as pulsar-perf's sync mode); unset, the open loop is unbounded."""
     test_duration_minutes: float = Field(default=0, alias="testDurationMinutes", gt=0)
     warmup_duration_minutes: float = Field(default=1, alias="warmupDurationMinutes", ge=0)
     producer_rate_profile: tuple[RateSegment, ...] | None = Field(

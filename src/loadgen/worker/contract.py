@@ -44,7 +44,14 @@ class Worker(Protocol):
 
     def probe(self, expected_received: int, timeout_s: float) -> None: ...
 
-    def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None: ...
+    def start_load(
+        self,
+        rate: float,
+        payloads: list[bytes],
+        key_distributor: str,
+        max_in_flight: int | None = None,
+    ) -> None:
+        """Start sending; ``max_in_flight`` bounds each producer's unacknowledged messages."""
 
     def adjust_rate(self, rate: float, *, keep_lag: bool) -> None:
         """Change the total rate of a running load (split over producer workers as

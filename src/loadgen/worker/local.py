@@ -195,7 +195,13 @@ class LocalWorker:
         self.totals.sent += len(self._producers)
 
     # -- load -----------------------------------------------------------------------------------
-    def start_load(self, rate: float, payloads: list[bytes], key_distributor: str) -> None:
+    def start_load(
+        self,
+        rate: float,
+        payloads: list[bytes],
+        key_distributor: str,
+        max_in_flight: int | None = None,
+    ) -> None:
         self._message_size = len(payloads[0])
         self._loop = ProducerLoop(
             self._producers,
@@ -204,6 +210,7 @@ class LocalWorker:
             rate,
             self._producer_recorder,
             self._id_bases,
+            max_in_flight,
         )
         self._loop.start()
 

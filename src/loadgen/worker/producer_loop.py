@@ -13,6 +13,15 @@ index, derive the message id (the producer's id base plus its sequence, both fro
 the round robin), bind the delivery callback, call ``send`` with the intended time moved to the
 wall clock by one offset taken at loop start. Everything else is hoisted out of the loop.
 
+With ``max_in_flight`` (the workload's ``producerMaxInFlight``) each producer has at most that
+many messages sent and not yet acknowledged; 1 is synchronous publishing (send, wait for the
+ack, send the next). The window is checked once per burst, which is then cut to the messages
+that fit, so the loop without a window does no extra work per message. A full window waits for
+an ack: inside ``poll(wait)`` for clients that deliver acks there (Kafka, RabbitMQ), on an
+event the ack sets for clients that acknowledge on a thread of their own
+(:class:`~loadgen.driver.CallbackAcks`: Pulsar, Pravega). The schedule stays absolute, so the
+time a message waits for its slot shows up as publish delay and in the from-intended latencies.
+
 While it runs, the heap built before it is frozen (``gc.freeze``): each message allocates a
 callback or two that live until acknowledged, which triggers collections, and a full collection
 would otherwise walk every module, config and client object each time. Measured on the Pulsar
@@ -23,11 +32,12 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from time import perf_counter_ns, time_ns
 
-from loadgen.driver import Producer
+from loadgen.accounting import SEQ_BITS
+from loadgen.driver import CallbackAcks, Producer
 from loadgen.keys import KeySource
 from loadgen.rate import Schedule
 from loadgen.recorder import ProducerRecorder
@@ -54,6 +64,7 @@ class ProducerLoop:
         rate: float,
         recorder: ProducerRecorder,
         id_bases: Sequence[int],
+        max_in_flight: int | None = None,
     ) -> None:
         if not producers or not payloads:
             raise ValueError("the producer loop needs at least one producer and one payload")
@@ -65,6 +76,9 @@ class ProducerLoop:
         self._keys = keys
         self._rate = rate
         self._recorder = recorder
+        self._window = (
+            None if max_in_flight is None else Window(self._producers, id_bases, max_in_flight)
+        )
         self._stopping = False
         self._rate_change: tuple[float, bool] | None = None
         self._rate_lock = threading.Lock()
@@ -100,7 +114,8 @@ class ProducerLoop:
         payloads, keys = self._payloads, self._keys
         n_sends, n_payloads = len(sends), len(payloads)
         recorder = self._recorder
-        on_done = recorder.on_done
+        window = self._window
+        on_done = recorder.on_done if window is None else window.counting(recorder.on_done)
         bases = self._id_bases
         schedule = Schedule(perf_counter_ns(), self._rate)
         start, interval = schedule.start_ns, schedule.interval_ns
@@ -127,6 +142,11 @@ class ProducerLoop:
                     waits += 1
                 continue
             end = min(due, sent + BURST)
+            if window is not None:
+                end = min(end, sent + window.room(sent))
+                if end == sent:
+                    window.wait(sent, MAX_WAIT_S)
+                    continue
             for index in range(sent, end):
                 intended = start + int(index * interval)
                 now = perf_counter_ns()
@@ -146,3 +166,60 @@ class ProducerLoop:
             for poll in polls:
                 poll()
             last_poll = perf_counter_ns()
+
+
+class Window:
+    """Per producer, how many messages are in flight, and the wait for one to be acknowledged.
+
+    ``sent`` per producer follows from the loop's round robin; ``done`` is counted by the
+    delivery callback, under a lock because some clients call it from their own thread (and a
+    send that fails at once calls it from the loop's).
+    """
+
+    def __init__(self, producers: Sequence[Producer], id_bases: Sequence[int], size: int) -> None:
+        if size < 1:
+            raise ValueError("at least one message must be allowed in flight")
+        self.size = size
+        self._producers = list(producers)
+        self._index = {base >> SEQ_BITS: i for i, base in enumerate(id_bases)}
+        self._done = [0] * len(producers)
+        self._lock = threading.Lock()
+        self._acked = threading.Event()
+
+    def counting(self, on_done: Callable[..., None]) -> Callable[..., None]:
+        """``on_done`` that also frees a slot of the message's producer."""
+        index, done, lock, acked = self._index, self._done, self._lock, self._acked
+
+        def counted(message_id: int, intended: int, sent: int, *result: object) -> None:
+            on_done(message_id, intended, sent, *result)
+            with lock:
+                done[index[message_id >> SEQ_BITS]] += 1
+            acked.set()
+
+        return counted
+
+    def in_flight(self, producer: int, sent: int) -> int:
+        """Messages of ``producer`` sent (of the first ``sent`` of the loop) and not yet done."""
+        n = len(self._producers)
+        mine = sent // n + (producer < sent % n)
+        return mine - self._done[producer]
+
+    def room(self, sent: int) -> int:
+        """How many of the next messages (round robin from ``sent``) fit in their windows."""
+        n = len(self._producers)
+        free = [self.size - self.in_flight(p, sent) for p in range(n)]
+        fits = 0
+        while free[(sent + fits) % n] > 0:
+            free[(sent + fits) % n] -= 1
+            fits += 1
+        return fits
+
+    def wait(self, sent: int, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) for an ack of the producer whose turn it is."""
+        producer = self._producers[sent % len(self._producers)]
+        if isinstance(producer, CallbackAcks):
+            self._acked.clear()
+            if self.in_flight(sent % len(self._producers), sent) >= self.size:
+                self._acked.wait(timeout_s)
+        else:
+            producer.poll(timeout_s)

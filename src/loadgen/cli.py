@@ -29,7 +29,7 @@ from loadgen.report.console import delivery_warning, format_catch_up
 from loadgen.report.display import display_for
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.runner import RunReport, run_one
-from loadgen.scenarios import sweep
+from loadgen.scenarios import matrix, sweep
 from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload, load_driver_spec, load_workload, parse_duration, validate_file
 from loadgen.spec.driver_spec import DriverSpec
@@ -614,6 +614,97 @@ def sweep_command(
             f"report: {sweep_report.write_html(summary, target.with_suffix('.html'))}", err=True
         )
     if found is not None and found.highest_rate is None:
+        sys.exit(1)
+
+
+@cli.command("matrix")
+@click.argument("plan_path", metavar="PLAN", type=click.Path(path_type=Path))
+@OUT_DIR
+@click.option("--repeat", type=click.IntRange(min=1), default=None, help="Runs per point.")
+@click.option(
+    "--group-by",
+    default=None,
+    help="Fields whose values make one chart line (F,F,...) [default: every varied field "
+    "but producerRate].",
+)
+@click.option("--dry-run", is_flag=True, help="List the points (checked) and run nothing.")
+@click.option("--duration", callback=_duration("--duration"), help="Each run's measured phase.")
+@click.option("--warmup", callback=_duration("--warmup"), help="Each run's warm-up.")
+@STATS_INTERVAL
+@LENIENT
+@click.option("-q", "--quiet", is_flag=True, help="Only each run's closing aggregate.")
+@PLAIN
+@click.option("--no-report", is_flag=True, help="No HTML report per run.")
+@WORKERS
+@PROCESSES
+@TOKEN
+@BEFORE_RUN
+@AFTER_RUN
+@HOOK_TIMEOUT
+def matrix_command(
+    plan_path: Path,
+    out_dir: Path,
+    repeat: int | None,
+    group_by: str | None,
+    dry_run: bool,
+    duration: float | None,
+    warmup: float | None,
+    stats_interval: float,
+    lenient: bool,
+    quiet: bool,
+    plain: bool,
+    no_report: bool,
+    workers: str | None,
+    processes: int | None,
+    token: str | None,
+    before_run: tuple[str, ...],
+    after_run: tuple[str, ...],
+    hook_timeout: float,
+) -> None:
+    """Run PLAN: a base workload on its driver files at every combination of listed values.
+
+    One result per point and repeat, and `<plan>.matrix.json` (+ .csv, .html with
+    latency-vs-throughput charts) in the output directory. Re-running the same plan into the
+    same directory runs only the points without a complete result. Exit 1 if a run failed.
+    """
+    plan = matrix.load_matrix(plan_path, repeat, lenient=lenient)
+    groups = list(_names("--group-by", group_by)) or None
+    if dry_run:
+        for point in plan.points:
+            values = ", ".join(f"{k}={v}" for k, v in point.values.items())
+            click.echo(f"{point.key}  {values}")
+        click.echo(f"{len(plan.points)} runs", err=True)
+        return
+    output = Output(
+        out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report
+    )
+    placement = _placement(workers, processes, token)
+    hooks = make_hooks(plan.before_run + before_run, plan.after_run + after_run, hook_timeout)
+    options = RunOptions(duration_s=duration, warmup_s=warmup, stats_interval_s=stats_interval)
+
+    def run_point(point: matrix.Point) -> RunReport:
+        return _run_and_show(
+            point.workload, plan.workload_path, point.spec, options, placement, output, hooks
+        )
+
+    def skipped(count: int) -> None:
+        if count:
+            click.echo(f"matrix: {count} runs already complete in {out_dir}, skipped", err=True)
+
+    target = matrix.document_path(out_dir, plan)
+    from loadgen.report import matrix as matrix_report  # matplotlib: only when a matrix ran
+
+    try:
+        with _sigterm_as_interrupt():
+            document = matrix.run_matrix(plan, out_dir, run_point, skipped)
+    except (RunAborted, KeyboardInterrupt):
+        click.echo(f"matrix interrupted: run the same command again to resume ({target})", err=True)
+        raise
+    click.echo(matrix_report.table_text(document))
+    chosen = groups or matrix_report.default_groups(document)
+    written = matrix_report.write_files(document, target, chosen)
+    click.echo(f"matrix: {target} ({', '.join(path.name for path in written)})", err=True)
+    if any(entry["status"] != "complete" for entry in document["points"]):
         sys.exit(1)
 
 

@@ -7,16 +7,15 @@ self-contained like the run report (inline SVG, no JavaScript) and links each ra
 
 from __future__ import annotations
 
-import io
 from html import escape
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 from matplotlib.figure import Figure
 
-from loadgen.report.charts import COLORS, STYLE, WIDTH_IN
+from loadgen.report.charts import COLORS
 from loadgen.report.html import CSS
+from loadgen.report.latency_chart import Line, latency_figure, to_svg
 from loadgen.results.files import write_text_atomic
 
 Summary = dict[str, Any]
@@ -73,19 +72,11 @@ def table_text(summary: Summary) -> str:
 def figure(summary: Summary) -> Figure:
     """Latency against achieved rate: publish and end-to-end side by side, one line per level."""
     points = _sorted_points(summary)
-    chart = Figure(figsize=(WIDTH_IN, 4.2), layout="constrained")
-    chart.suptitle(f"Latency vs rate — {summary['workload']} on {summary['driver']}")
-    panels = chart.subplots(1, 2, sharex=True)
-    rates = [point["publishRate"] for point in points]
-    for axes, (field, title) in zip(panels, METRICS, strict=True):
-        axes.set_title(f"{title} latency")
-        for color, level in zip(COLORS, LEVELS, strict=False):
-            values = [point[field][level] for point in points]
-            axes.plot(rates, values, color=color, marker="o", markersize=4, label=level)
-        axes.set_xlabel("sent (msg/s)")
-        axes.set_ylim(bottom=0)
-        axes.legend(loc="upper left")
-    panels[0].set_ylabel("ms")
+    lines = [
+        Line(level, points, level, color) for color, level in zip(COLORS, LEVELS, strict=False)
+    ]
+    title = f"Latency vs rate — {summary['workload']} on {summary['driver']}"
+    chart, panels = latency_figure(title, lines)
     slo = summary.get("slo")
     if slo is not None:
         index = 0 if slo["metric"] == "publish" else 1
@@ -94,11 +85,7 @@ def figure(summary: Summary) -> Figure:
 
 
 def svg(summary: Summary) -> str:
-    with matplotlib.rc_context({**STYLE, "svg.hashsalt": "sweep"}):
-        out = io.StringIO()
-        figure(summary).savefig(out, format="svg", metadata={"Date": None})
-    text = out.getvalue()
-    return text[text.index("<svg") :]
+    return to_svg(figure(summary), "sweep")
 
 
 def _html_table(summary: Summary, base: Path) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from tests.e2e.test_cli import loadgen
-from tests.e2e.test_scenarios_cli import MEMORY
+from tests.e2e.test_scenarios_cli import MEMORY, REPO
 
 pytestmark = pytest.mark.e2e
 
@@ -94,6 +94,27 @@ points:
     assert {line.split()[0].rsplit("-", 1)[1] for line in listed} == {"r1", "r2", "r3"}
     assert "driver.pollIntervalMs=1" in done.stdout and keys
     assert not (tmp_path / "results").exists()
+
+
+def test_a_driver_field_varies_only_the_drivers_that_have_it(tmp_path):
+    plan = """
+workload: base.yaml
+drivers: [memory.yaml, kafka.yaml]
+matrix:
+  producerRate: [1k, 2k]
+  driver.pollIntervalMs: [0.5, 1]
+"""
+    cwd = plan_dir(tmp_path, plan)
+    (cwd / "kafka.yaml").write_text((REPO / "configs/drivers/kafka-local.yaml").read_text())
+    done = loadgen("matrix", "plan.yaml", "--dry-run", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.splitlines()
+    assert len(listed) == 6  # memory: 2 rates x 2 intervals; kafka: 2 rates
+    assert sum("driver=memory" in line and "pollIntervalMs" in line for line in listed) == 4
+    assert sum("driver=kafka" in line and "pollIntervalMs" not in line for line in listed) == 2
+    typo = loadgen("matrix", "plan.yaml", "--dry-run", cwd=plan_dir(cwd, plan.replace("Ms", "Mz")))
+    assert typo.returncode == 2
+    assert "matrix.driver.pollIntervalMz: no driver file of the plan has this field" in typo.stderr
 
 
 @pytest.mark.parametrize(

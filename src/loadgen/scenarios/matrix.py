@@ -98,7 +98,8 @@ def load_matrix(path: Path, repeat: int | None = None, *, lenient: bool = False)
         file = path.parent / name
         drivers[name] = (file, _yaml(file, source, f"drivers[{index}]"))
     combos = _combinations(plan, source)
-    points = []
+    refused = _refused_driver_fields(combos, drivers, source)
+    points, keys = [], set()
     for where, values in combos:
         chosen = [values[DRIVER_KEY]] if DRIVER_KEY in values else plan.drivers
         for name in chosen:
@@ -110,11 +111,15 @@ def load_matrix(path: Path, repeat: int | None = None, *, lenient: bool = False)
                     value=name,
                     allowed=plan.drivers,
                 )
-            own = {key: value for key, value in values.items() if key != DRIVER_KEY}
+            skip = {DRIVER_KEY} | (refused.get(name, set()) if DRIVER_KEY not in values else set())
+            own = {key: value for key, value in values.items() if key not in skip}
             workload, spec = _point(own, base, drivers[name], source, where, lenient)
             labelled = {DRIVER_KEY: drivers[name][0].stem, **own}
             for number in range(1, (repeat or plan.repeat) + 1):
                 key = f"{_digest(labelled)}-r{number}"
+                if key in keys:  # a driver field this driver does not have made no difference
+                    continue
+                keys.add(key)
                 named = workload.model_copy(update={"name": f"{_title(base, base_path)} {key}"})
                 points.append(Point(key, number, labelled, named, spec))
     varied = _varied([point.values for point in points])
@@ -127,6 +132,52 @@ def load_matrix(path: Path, repeat: int | None = None, *, lenient: bool = False)
         tuple(points),
         varied,
     )
+
+
+def _refused_driver_fields(
+    combos: Sequence[tuple[str, Mapping[str, Any]]],
+    drivers: Mapping[str, tuple[Path, dict[str, Any]]],
+    source: str,
+) -> dict[str, set[str]]:
+    """Per driver file, the ``driver.`` fields its driver does not have (they are not applied to
+    it, so a batching setting can be varied for Pulsar in a plan that also runs Kafka). A field
+    no driver of the plan has is an error: a typo must not vary nothing."""
+    samples: dict[str, tuple[str, Any]] = {}
+    for where, values in combos:
+        for key, value in values.items():
+            if key.startswith(DRIVER_PREFIX):
+                samples.setdefault(key, (where, value))
+    refused = {
+        name: {key for key in samples if not _has_field(driver, key, samples[key][1])}
+        for name, driver in drivers.items()
+    }
+    for key, (where, _) in samples.items():
+        if all(key in fields for fields in refused.values()):
+            raise ConfigError(
+                "no driver file of the plan has this field",
+                file=source,
+                path=f"{where}.{key}",
+                allowed=f"a field of one of {sorted(drivers)}",
+            )
+    return refused
+
+
+def _has_field(driver: tuple[Path, dict[str, Any]], key: str, value: Any) -> bool:
+    """Whether ``driver`` knows ``key`` (a bad value for a known field still counts as known)."""
+    file, data = driver
+    data = copy.deepcopy(data)
+    _set_dotted(data, key[len(DRIVER_PREFIX) :], value)
+    try:
+        _check_driver(spec_from_dict(data, source=str(file)))
+    except ConfigError as error:
+        return not str(error.args[0]).startswith("unknown field")
+    return True
+
+
+def _check_driver(spec: DriverSpec) -> None:
+    validate = getattr(load_driver_class(spec), "validate_config", None)
+    if validate is not None:
+        validate(spec)
 
 
 def _yaml(file: Path, plan: str, field: str) -> dict[str, Any]:
@@ -188,9 +239,7 @@ def _point(
     workload = parse_model(Workload, fields, file=source, path_prefix=where, lenient=lenient)
     spec = spec_from_dict(driver_data, source=str(driver_file), lenient=lenient)
     try:
-        validate = getattr(load_driver_class(spec), "validate_config", None)
-        if validate is not None:
-            validate(spec)
+        _check_driver(spec)
     except ConfigError as error:
         raise ConfigError(
             f"{error.args[0]} (with the values of {where}: {dict(values)})",

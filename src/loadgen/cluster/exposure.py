@@ -19,13 +19,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_exposure(host: str, token: str | None) -> None:
-    """A worker reachable from other hosts runs load for whoever can reach it: not without a
-    token."""
+def check_exposure(
+    host: str, token: str | None, doing: str = "binding", option: str = "--token"
+) -> None:
+    """A worker (or its metrics) reachable from other hosts serves whoever can reach it: not
+    without a token. ``doing`` and ``option`` say what needs it, for the message."""
     if not token and not is_loopback(host):
         raise ConfigError(
-            f"binding {host} (not loopback) needs a token",
-            path="--token",
-            value=None,
-            allowed="--token TOKEN or the LOADGEN_TOKEN environment variable",
+            f"{doing} {host} (not loopback) needs a token",
+            path=option,
+            value=host,
+            allowed="a loopback address, or a token (--token or LOADGEN_TOKEN)",
         )

@@ -22,7 +22,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import make_wsgi_app
 from prometheus_client.registry import CollectorRegistry
 
-from loadgen.cluster.exposure import is_loopback
+from loadgen.cluster.exposure import check_exposure
 from loadgen.errors import ConfigError
 from loadgen.metrics.board import MetricsBoard
 
@@ -70,13 +70,7 @@ def _url(host: str, port: int) -> str:
 def serving(board: MetricsBoard, host: str, port: int, token: str | None = None) -> Iterator[str]:
     """Serve ``board`` on ``host:port`` (0: any free port) until the block ends; yields the
     scrape URL. A port that cannot be bound is a :class:`ConfigError` naming ``host:port``."""
-    if not token and not is_loopback(host):
-        raise ConfigError(
-            f"serving metrics on {host} (not loopback) needs a token",
-            path="--metrics-host",
-            value=host,
-            allowed="a loopback address, or a token (--token or LOADGEN_TOKEN)",
-        )
+    check_exposure(host, token, "serving metrics on", "--metrics-host")
     registry = CollectorRegistry(auto_describe=False)
     registry.register(board)
     server_class = _Server6 if ":" in host else _Server

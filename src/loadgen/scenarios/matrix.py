@@ -5,11 +5,12 @@ product of value lists) or ``points`` (an explicit list). Keys are workload fiel
 names) or ``driver.<dotted path>`` into the driver file. Every point is expanded and validated
 before the first run, so a typo in the eleventh point does not surface after ten runs.
 
-Each point-run has a stable key: a hash of its driver file and values, plus the repeat number.
+Each point-run has a stable key: a hash of the base workload and driver file contents and the
+point's values, plus the repeat number.
 The matrix document (``<plan>.matrix.json``) records every key with its outcome and result file
 and is rewritten after each run; running the same plan into the same directory again skips
 every key whose result is complete and on disk. A changed plan makes changed points new keys:
-nothing measured under other values is mixed in.
+nothing measured under other values (or other file contents) is mixed in.
 """
 
 from __future__ import annotations
@@ -115,8 +116,9 @@ def load_matrix(path: Path, repeat: int | None = None, *, lenient: bool = False)
             own = {key: value for key, value in values.items() if key not in skip}
             workload, spec = _point(own, base, drivers[name], source, where, lenient)
             labelled = {DRIVER_KEY: drivers[name][0].stem, **own}
+            identity = {"workload": base, "driver": drivers[name][1], "values": own}
             for number in range(1, (repeat or plan.repeat) + 1):
-                key = f"{_digest(labelled)}-r{number}"
+                key = f"{_digest(identity)}-r{number}"
                 if key in keys:  # a driver field this driver does not have made no difference
                     continue
                 keys.add(key)

@@ -1,4 +1,4 @@
-"""Synchronous publishing (``producerMaxInFlight: 1``) on tansu and pulsar-lite.
+"""Synchronous publishing (``producerMaxInFlight: 1``) on tansu, pulsar-lite and RabbitMQ.
 
 A spy around the real driver's ``send`` counts the messages handed to the client and not yet
 acknowledged, per producer, at the client boundary; the window must hold there.
@@ -11,6 +11,7 @@ import pytest
 import loadgen
 from drivers.kafka import driver as kafka_driver
 from drivers.pulsar import producer as pulsar_producer
+from drivers.rabbitmq import producer as rabbitmq_producer
 from loadgen.spec.driver_spec import DriverSpec
 
 pytestmark = pytest.mark.integration
@@ -94,4 +95,9 @@ def test_synchronous_kafka_keeps_one_message_in_flight(kafka_broker, monkeypatch
 def test_synchronous_pulsar_keeps_one_message_in_flight(pulsar_broker, monkeypatch):
     spec = DriverSpec("Pulsar", "pulsar", pulsar_broker.driver_config, "pulsar-lite")
     spy, result = synchronous_run(spec, pulsar_producer.PulsarProducer, monkeypatch)
+    check(spy, result)
+
+
+def test_synchronous_rabbitmq_keeps_one_message_in_flight(rabbitmq_spec, monkeypatch):
+    spy, result = synchronous_run(rabbitmq_spec, rabbitmq_producer.RabbitProducer, monkeypatch)
     check(spy, result)

@@ -70,8 +70,10 @@ def synchronous_run(spec, producer_class, monkeypatch):
 def check(spy, result):
     assert spy.sends > 100
     assert spy.peak == 1
-    assert result.sent == result.received and result.lost == 0 and result.duplicates == 0
     document = result.document
+    accounting = (document["run"]["drain"], document["deliveryAccounting"])
+    assert result.sent == result.received, accounting
+    assert result.lost == 0 and result.duplicates == 0, accounting
     latency = document["aggregatedPublishLatency99pct"]
     assert 0 < document["aggregatedPublishLatency50pct"] <= latency
     # one message per producer at a time: the rate is bounded by the round trip, far below 5k

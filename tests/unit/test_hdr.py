@@ -1,5 +1,8 @@
 """loadgen.hdr: bit-identical binning, V2 round trips, Java-equal percentiles (checked in Java)."""
 
+import gc
+import tracemalloc
+
 import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
@@ -121,3 +124,21 @@ def test_decoding_a_histogram_of_another_range_is_refused():
     other.record_value(1000)
     with pytest.raises(ValueError, match="expected a histogram up to 60000000"):
         hdr.decode("publish", other.encode())
+
+
+def test_encoding_and_decoding_free_their_dense_arrays_without_the_garbage_collector():
+    """hdrh's dense histograms hold reference cycles; left to the cyclic collector, every
+    interval of a long run kept ~10 MB alive (bench/soak.py found it)."""
+    histogram = hdr.record_ns("endToEnd", lognormal_ns())
+    gc.disable()
+    tracemalloc.start()
+    try:
+        for _ in range(20):
+            hdr.decode("endToEnd", hdr.encode(histogram))
+        _, peak = tracemalloc.get_traced_memory()
+        current, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    assert current < 1_000_000  # bytes still held after 40 dense histograms
+    assert peak > 2_000_000  # the dense arrays were allocated, and freed

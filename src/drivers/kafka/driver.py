@@ -43,12 +43,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
 from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, OnDone, OnMessage, TopicSpec
 from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen.log_repeats import RepeatFilter
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
 
 log = logging.getLogger("loadgen.kafka")
 client_log = logging.getLogger("loadgen.kafka.librdkafka")
-"""librdkafka's own log lines go through Python logging rather than straight to stderr."""
+"""librdkafka's own log lines go through Python logging rather than straight to stderr; a
+reconnecting client's repeats are collapsed (:mod:`loadgen.log_repeats`)."""
+client_log.addFilter(RepeatFilter())
 
 STAMP_HEADER = "lg-stamp"
 """Carries :data:`loadgen.driver.STAMP`, 24 bytes."""

@@ -4,7 +4,7 @@ OMB's upstream driver reads ``amqpUris``, ``messagePersistence``, ``queueType`` 
 creation delays/batch sizes; the fork used for the Kafka/Pulsar/RabbitMQ comparison adds
 ``exchangeType`` and ``topicPrefix``. The remaining fields are loadgen's: how many producers and
 consumers share a connection, publisher confirms and their window, ``mandatory``, consumer
-``prefetch`` and ``autoAck``. Everything is checked before
+``prefetch`` and ``autoAck``, and ``recoveryIntervalMs``. Everything is checked before
 anything connects.
 """
 
@@ -54,6 +54,9 @@ class RabbitMqConfig(BaseModel):
     mandatory: bool = True
     prefetch: int = Field(default=1000, ge=0)
     auto_ack: bool = Field(default=False, alias="autoAck")
+    recovery_interval_ms: int = Field(default=1000, alias="recoveryIntervalMs", ge=0)
+    """How often a dropped connection is reopened (the Java client's networkRecoveryInterval,
+    5000 ms there); 0: never, a lost connection ends its producers and consumers."""
 
     @field_validator("queue_type", "exchange_type", mode="before")
     @classmethod

@@ -11,6 +11,11 @@ Each queue's deliveries go to a callback bound once to its partition index (queu
 routing key k), which ``on_message`` gets with the send time, message id and intended time of
 the ``lg-stamp`` header. A message with only an older loadgen's ``lg-send-ns`` header (a long)
 gets :data:`~loadgen.driver.NO_MESSAGE_ID`; one with neither is skipped (counted, logged once).
+
+When the connection drops and is reopened (:mod:`drivers.rabbitmq.connection`), the consumer
+sets up its new channel as it did the first (prefetch, queues, consumptions, unless paused);
+what it had received but not yet acknowledged is redelivered by the broker and shows as
+duplicates in the run's accounting.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import logging
 import struct
 from collections.abc import Callable
 from functools import partial
+
+import pika
 
 from drivers.rabbitmq.connection import LoopThread, SharedConnection
 from drivers.rabbitmq.producer import STAMP_HEADER
@@ -73,6 +80,8 @@ class RabbitConsumer:
         self._consumer_tags: list[str] = []
         self._channel = None
         self._closing = False
+        self._paused = False
+        self._ticking = False
         self._ready: Callable[[], None] | None = None
         self.failure: DriverError | None = None
         self.foreign_messages = 0
@@ -103,8 +112,12 @@ class RabbitConsumer:
 
     def _declare(self, index: int) -> None:
         if index == len(self._bindings):
-            self._consume_all(self._signal_ready)
-            if not self._auto_ack:
+            if self._paused:
+                self._signal_ready()
+            else:
+                self._consume_all(self._signal_ready)
+            if not (self._auto_ack or self._ticking):
+                self._ticking = True
                 self._loop.call_later(ACK_TICK_S, self._ack_tick)
             return
         queue, routing_key = self._bindings[index]
@@ -118,6 +131,10 @@ class RabbitConsumer:
         channel.queue_declare(queue, durable=True, arguments=self._queue_arguments, callback=bind)
 
     def _consume_all(self, then: Callable[[], None]) -> None:
+        self._paused = False
+        if self._channel is None:  # reconnecting: the new channel will consume
+            then()
+            return
         waiting = len(self._bindings)
 
         def started(_frame: object) -> None:
@@ -132,6 +149,7 @@ class RabbitConsumer:
         ]
 
     def _cancel_all(self, then: Callable[[], None]) -> None:
+        self._paused = True
         self._ack_pending()
         tags, self._consumer_tags = self._consumer_tags, []
         waiting = len(tags)
@@ -188,10 +206,16 @@ class RabbitConsumer:
 
     # -- failures ----------------------------------------------------------------------------------
     def _on_lost(self, failure: DriverError) -> None:
-        self._give_up(failure)
+        if self._connection.failure is None:  # being reopened: start over on the new channel
+            self._channel = None
+            self._consumer_tags = []
+            self._unacked = 0
+        else:
+            self._give_up(failure)
 
     def _on_channel_closed(self, _channel: object, reason: BaseException) -> None:
-        if not self._closing:
+        # a lost connection closes its channels too: _on_lost hears of it and says what next
+        if not self._closing and isinstance(reason, pika.exceptions.ChannelClosed):
             self._give_up(
                 DriverError("rabbitmq", f"consumer channel on {self._exchange} closed: {reason!r}")
             )

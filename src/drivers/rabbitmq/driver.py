@@ -225,6 +225,7 @@ class Driver:
             pump.loop,
             pump.wake,
             self.config.producers_per_connection,
+            self.config.recovery_interval_ms / 1000,
         )
         opened = pump.run_until(
             lambda: connection.is_open or connection.failure is not None, CONNECT_TIMEOUT_S
@@ -256,6 +257,7 @@ class Driver:
                     loop_thread.loop,
                     on_change,
                     self.config.consumers_per_connection,
+                    self.config.recovery_interval_ms / 1000,
                 )
             )
 

@@ -7,6 +7,10 @@ With ``mandatory`` the broker returns a message no queue is bound for (``basic.r
 its ack): the producer stamps the delivery tag into a ``lg-seq`` header so the return can be
 matched, and reports that message as failed. At most ``maxInFlight`` messages await a confirm;
 a full window blocks ``send`` (stepping the loop) like a full client queue blocks elsewhere.
+
+When the connection drops and is being reopened (:mod:`drivers.rabbitmq.connection`), the
+messages awaiting a confirm fail, and so does every send until the new channel is ready: the
+engine counts them as publish errors, and the run goes on.
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ class RabbitProducer:
         self._closing = False
         self._unmatched_returns = 0
         self.failure: DriverError | None = None
+        self._down: DriverError | None = None
         connection.open_channel(self._on_channel, self._on_lost)
         ready = pump.run_until(
             lambda: self._publish is not None or self.failure is not None, CONNECT_TIMEOUT_S
@@ -91,7 +96,10 @@ class RabbitProducer:
 
     # -- channel set-up (callbacks on the pump's loop) ------------------------------------------
     def _on_channel(self, channel) -> None:
+        """The first channel, or a new one on a reopened connection: tags start again at 1."""
         self._channel = channel
+        self._next_tag = self._lowest_unsettled = 1
+        self._returned.clear()
         channel.add_on_close_callback(self._on_channel_closed)
         if self._mandatory:
             channel.add_on_return_callback(self._on_return)
@@ -102,13 +110,20 @@ class RabbitProducer:
 
     def _on_ready(self, _frame: object) -> None:
         self._publish = self._channel.basic_publish
+        self._down = None
         self._pump.wake()
 
     def _on_lost(self, failure: DriverError) -> None:
-        self._fail(failure)
+        if self._connection.failure is None:  # being reopened: fail what was in flight only
+            self._down = failure
+            self._fail_in_flight(failure)
+        else:
+            self._fail(failure)
 
     def _on_channel_closed(self, _channel: object, reason: BaseException) -> None:
-        if not self._closing:
+        # a lost connection closes its channels too; the connection's own callback says whether
+        # it comes back (_on_lost), so only the broker closing this channel ends the producer
+        if not self._closing and isinstance(reason, pika.exceptions.ChannelClosed):
             self._fail(
                 DriverError("rabbitmq", f"channel on {self._connection.address} closed: {reason!r}")
             )
@@ -118,10 +133,13 @@ class RabbitProducer:
         if self.failure is None:
             log.warning("producer on exchange %s: %s", self._exchange, failure)
             self.failure = failure
+        self._fail_in_flight(failure)
+
+    def _fail_in_flight(self, failure: DriverError) -> None:
         self._publish = None
         outstanding, self._outstanding = self._outstanding, {}
         for on_done in outstanding.values():
-            on_done(self.failure)
+            on_done(failure)
         self._pump.wake()
 
     # -- confirms -------------------------------------------------------------------------------
@@ -167,11 +185,11 @@ class RabbitProducer:
         self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
     ) -> None:
         if len(self._outstanding) >= self._window and not self._wait_for_room():
-            on_done(self.failure or WINDOW_STUCK)
+            on_done(self.failure or self._down or WINDOW_STUCK)
             return
         publish = self._publish
         if publish is None:
-            on_done(self.failure)
+            on_done(self.failure or self._down)
             return
         keys = self._routing_keys
         if key is None:

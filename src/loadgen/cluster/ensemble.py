@@ -23,7 +23,7 @@ from loadgen.cluster.split import Assignment, split
 from loadgen.errors import ConfigError, WorkerError, WorkerLost
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import IntervalStats, merge_all
-from loadgen.worker.local import MIN_RATE, Totals, await_probes
+from loadgen.worker.local import MIN_RATE, Progress, Totals, await_probes
 from loadgen.worker.plan import Subscription
 
 log = logging.getLogger("loadgen.cluster")
@@ -314,6 +314,15 @@ class Ensemble:
 
     def received_catch_up_so_far(self) -> int:
         return self._counter("receivedCatchUpSoFar")
+
+    def progress(self) -> Progress:
+        """One request per worker; a worker of an older protocol reports no errors."""
+        answers = [answer for _, answer in self._counters()]
+        return Progress(
+            sum(answer["sentSoFar"] for answer in answers),
+            sum(answer["receivedSoFar"] for answer in answers),
+            sum(answer.get("errorsSoFar", 0) for answer in answers),
+        )
 
     @property
     def totals(self) -> Totals:

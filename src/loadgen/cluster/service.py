@@ -114,10 +114,12 @@ class WorkerService:
         """Cheap, and read on the event loop: plain integer reads, no executor hop."""
         worker = self.worker
         error = worker.loop_error()
+        progress = worker.progress()
         return {
-            "sentSoFar": worker.sent_so_far(),
-            "receivedSoFar": worker.received_so_far(),
+            "sentSoFar": progress.acked,
+            "receivedSoFar": progress.received,
             "receivedCatchUpSoFar": worker.received_catch_up_so_far(),
+            "errorsSoFar": progress.errors,
             "loopError": None if error is None else repr(error),
         }
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from loadgen import hdr
+from loadgen.scenarios.outages import WHAT_STOPPED
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
@@ -80,6 +82,21 @@ def delivery_warning(result: dict[str, Any]) -> str | None:
         f"WARNING: messages not delivered exactly once: {', '.join(found)} "
         "(lost: acknowledged, never received; see deliveryAccounting in the result)"
     )
+
+
+def format_outages(outages: list[dict[str, Any]]) -> str | None:
+    """The result's ``outages`` (:mod:`loadgen.scenarios.outages`) in a line each, or ``None``."""
+    if not outages:
+        return None
+    lines = [f"WARNING: {len(outages)} outage(s) during the run:"]
+    for outage in outages:
+        when = datetime.fromtimestamp(outage["startMs"] / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
+        ended = "" if outage["recovered"] else ", not recovered by the end"
+        lines.append(
+            f"  no {WHAT_STOPPED[outage['role']]} from {when} UTC for {outage['seconds']:.1f} s"
+            f" ({outage['publishErrors']:,} publish errors{ended})"
+        )
+    return "\n".join(lines)
 
 
 def format_catch_up(block: dict) -> str:

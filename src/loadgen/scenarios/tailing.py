@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from loadgen.accounting import Accounting, account
 from loadgen.errors import ConfigError, DriverError, LoadgenError
 from loadgen.scenarios.catch_up import CHECK_S, CatchUpOutcome, CatchUpPlan, build_and_drain
+from loadgen.scenarios.outages import OutageWatch, threshold_for
 from loadgen.scenarios.rate_control import RateControl, rate_control_for
 from loadgen.spec import Workload
 from loadgen.stats import IntervalStats, merge_all
@@ -63,6 +64,8 @@ class RunOptions:
     on_phase: PhaseCallback | None = None
     metrics: MetricsBoard | None = None
     """Publish every interval and phase here, for a Prometheus endpoint (:mod:`loadgen.metrics`)."""
+    started_ms: int | None = None
+    """When the run counts as started (epoch ms; now by default): names its result file."""
 
     def begin(self, phase: str, seconds: float | None = None) -> None:
         if self.on_phase is not None:
@@ -132,6 +135,17 @@ class _Measurement:
         self.rate_control = rate_control
         self.intervals: list[IntervalStats] = []
         self.interval_start_ms = _now_ms()
+        self.outages: OutageWatch | None = None
+        """Set once the load starts; consumer-only runs have nothing to watch."""
+        self.consuming = True
+        """False while catch-up consumers are paused on purpose (not an outage)."""
+
+    def watch_outages(self, rate: float) -> None:
+        self.outages = OutageWatch(threshold_for(rate), self.subscriptions, _now_ms())
+
+    def look_for_outages(self) -> None:
+        if self.outages is not None:
+            self.outages.observe(_now_ms(), self.worker.progress(), consuming=self.consuming)
 
     def backlog(self) -> int:
         totals = self.worker.totals
@@ -185,6 +199,7 @@ class _Measurement:
                 raise error  # already says what stopped (a lost worker, a worker's own error)
             if error is not None:
                 raise DriverError("producer", f"the producer loop stopped: {error!r}") from error
+            self.look_for_outages()
             if self.rate_control is not None:
                 self.rate_control.poll(self.worker, time.monotonic())
 
@@ -217,7 +232,7 @@ def run_tailing(
 ) -> RunOutcome:
     """Run ``workload`` on ``worker``; always returns what was measured, even when cut short."""
     _check_inputs(workload, options)
-    outcome = RunOutcome(started_ms=_now_ms())
+    outcome = RunOutcome(started_ms=options.started_ms or _now_ms())
     rate_control = rate_control_for(workload)
     measurement = _Measurement(worker, workload, options, rate_control)
     phase_is_warmup = True
@@ -255,6 +270,7 @@ def run_tailing(
             worker.start_load(
                 rate, payloads, workload.key_distributor, workload.producer_max_in_flight
             )
+            measurement.watch_outages(rate)
         measurement.interval_start_ms = _now_ms()
         if warmup_s > 0:
             options.begin("warmup", warmup_s)
@@ -264,6 +280,7 @@ def run_tailing(
         if workload.is_catch_up:
             outcome.catch_up = CatchUpOutcome(CatchUpPlan.of(workload))
             options.begin("catch-up")
+            measurement.consuming = False
             build_and_drain(
                 worker,
                 outcome.catch_up,
@@ -272,6 +289,7 @@ def run_tailing(
                 options.catch_up_timeout_s,
             )
             clock.mark("catch-up")
+            measurement.consuming = True
         options.begin("measure", duration_s)
         measurement.run_phase(duration_s, warmup=False)
         clock.mark("measure")
@@ -287,6 +305,7 @@ def run_tailing(
         _cut_short(worker, measurement, outcome, error.stop_reason, str(error), phase_is_warmup)
     finally:
         if outcome.topics:  # otherwise nothing was sent, and a worker may have no driver
+            _last_look(measurement)
             outcome.accounting = _account(worker, drained=not outcome.incomplete)
         try:
             options.begin("teardown")
@@ -301,7 +320,17 @@ def run_tailing(
         if rate_control is not None:
             outcome.extensions |= rate_control.report()
         outcome.ended_ms = _now_ms()
+        if measurement.outages is not None:
+            outcome.extensions["outages"] = measurement.outages.report(outcome.ended_ms)
     return outcome
+
+
+def _last_look(measurement: _Measurement) -> None:
+    """An outage may end during the drain (a broker back in time to deliver what it held)."""
+    try:
+        measurement.look_for_outages()
+    except Exception as error:  # the result must be written all the same
+        log.warning("reading the counters after the run failed: %s", error)
 
 
 def _account(worker: Worker, *, drained: bool) -> Accounting | None:

@@ -72,11 +72,13 @@ def start_pulsar_lite(
     *,
     detach: bool = False,
     default_partitions: int = DEFAULT_PARTITIONS,
+    keep_data: bool = False,
 ) -> LocalBroker:
     """Start pulsar-lite on 127.0.0.1:``port`` (a free one by default) and wait until it accepts.
 
     Every topic it auto-creates gets ``default_partitions`` partitions (0: non-partitioned).
-    The data is always fresh: earlier pulsar-lite data in a ``data_dir`` given is removed.
+    The data is fresh: earlier pulsar-lite data in a ``data_dir`` given is removed, unless
+    ``keep_data`` (a restart of the broker that stopped on this port and ``data_dir``).
     ``detach`` starts it in its own session so it outlives this process (``loadgen brokers up``).
     """
     binary = pulsar_lite_binary()
@@ -86,7 +88,8 @@ def start_pulsar_lite(
     temporary = None if data_dir else tempfile.mkdtemp(prefix="loadgen-pulsar-")
     folder = Path(data_dir or temporary)
     folder.mkdir(parents=True, exist_ok=True)
-    _remove_old_data(folder)
+    if not keep_data:
+        _remove_old_data(folder)
     db_path = folder / f"pulsar-lite-{chosen}"
     config_path = folder / f"pulsar-lite-{chosen}.toml"
     config_path.write_text(_toml(default_partitions))

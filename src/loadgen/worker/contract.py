@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
 from loadgen.stats import IntervalStats
-from loadgen.worker.local import Totals
+from loadgen.worker.local import Progress, Totals
 from loadgen.worker.plan import Subscription
 
 
@@ -66,6 +66,9 @@ class Worker(Protocol):
     def sent_so_far(self) -> int: ...
 
     def received_so_far(self) -> int: ...
+
+    def progress(self) -> Progress:
+        """Acknowledged, received and failed so far (publish errors counted since the start)."""
 
     def received_catch_up_so_far(self) -> int:
         """Of :meth:`received_so_far`, what the catch-up subscriptions received."""

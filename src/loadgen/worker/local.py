@@ -61,6 +61,16 @@ class Totals:
     """Of ``received``, what catch-up subscriptions received (their backlog is measured)."""
 
 
+@dataclass(frozen=True)
+class Progress:
+    """Running counters, read between intervals to spot outages
+    (:mod:`loadgen.scenarios.outages`)."""
+
+    acked: int
+    received: int
+    errors: int
+
+
 def await_probes(
     received_so_far: Callable[[], int], expected: int, deadline: float, timeout_s: float
 ) -> None:
@@ -242,6 +252,9 @@ class LocalWorker:
 
     def received_so_far(self) -> int:
         return self.totals.received + sum(len(r.end_to_end) for r in self._consumer_recorders)
+
+    def progress(self) -> Progress:
+        return Progress(self.sent_so_far(), self.received_so_far(), self._producer_recorder.errors)
 
     def received_catch_up_so_far(self) -> int:
         pending = self._of_catch_up([len(r.end_to_end) for r in self._consumer_recorders])

@@ -1,0 +1,86 @@
+"""A run killed without warning (SIGKILL: no handler runs) leaves its last completed interval."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loadgen import hdr
+from loadgen.results.hlog import METRICS, hlog_path
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+MEMORY = REPO / "configs/drivers/memory.yaml"
+WORKLOAD = """\
+name: killed
+topics: 1
+partitionsPerTopic: 2
+messageSize: 128
+subscriptionsPerTopic: 1
+consumerPerSubscription: 1
+producersPerTopic: 1
+producerRate: 2000
+testDurationMinutes: 1
+warmupDurationMinutes: 0
+"""
+
+
+def start(tmp_path, seconds):
+    (tmp_path / "w.yaml").write_text(WORKLOAD)
+    command = [sys.executable, "-m", "loadgen", "run", "-d", str(MEMORY), str(tmp_path / "w.yaml")]
+    command += ["-o", str(tmp_path / "out"), "--duration", f"{seconds}s", "--stats-interval", "1s"]
+    command += ["--processes", "1", "--plain"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_intervals(child, count):
+    seen = 0
+    for line in child.stdout:
+        seen += "[measure]" in line
+        if seen >= count:
+            return
+    pytest.fail(f"the run ended after {seen} intervals")
+
+
+def test_sigkill_mid_run_leaves_the_result_of_the_last_completed_interval(tmp_path):
+    child = start(tmp_path, 60)
+    wait_for_intervals(child, 3)
+    time.sleep(0.3)  # the third checkpoint is written right after its line
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    [path] = (tmp_path / "out").glob("*.json")
+    result = json.loads(path.read_text())
+    assert result["incomplete"] is True and result["stopReason"] == "unfinished"
+    assert "killed or crashed" in result["run"]["stopDetail"]
+    intervals = len(result["publishRate"])
+    assert intervals >= 3
+    # what it holds adds up: the counts of its intervals are the whole-run totals so far
+    assert result["totalMessagesSent"] >= 2000 * (intervals - 1)
+    period_counts = [
+        hdr.decode("publish", text).total for text in result["histograms"]["publish"]["periods"]
+    ]
+    assert sum(period_counts) == result["totalMessagesSent"]
+    for metric in METRICS:
+        log = hlog_path(path, metric).read_text()
+        assert log.count("\n") >= intervals  # one line per interval after the header
+    assert not list((tmp_path / "out").glob(".*"))  # no temporary file left behind
+
+
+def test_a_finished_run_replaces_its_checkpoints_with_the_result(tmp_path):
+    child = start(tmp_path, 3)
+    output = child.communicate(timeout=60)[0]
+    assert child.returncode == 0, output
+    [path] = (tmp_path / "out").glob("*.json")
+    result = json.loads(path.read_text())
+    assert "incomplete" not in result or result["incomplete"] is False
+    assert result["totalMessagesReceived"] == result["totalMessagesSent"]
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == sorted(
+        [path.name, path.with_suffix(".html").name]
+        + [hlog_path(path, metric).name for metric in METRICS]
+    )

@@ -4,9 +4,10 @@ Starts tansu, runs ``loadgen run`` as a child process for ``--minutes`` at ``--r
 samples every ``--sample-s`` seconds loadgen's RSS, open file descriptors, threads and CPU (from
 /proc, summed over the coordinator and its worker processes), and tansu's RSS and CPU (the
 broker's: it keeps every message, its retention is not enforced). After the run: the result's
-accounting, whether the run's topics are gone from tansu, and tansu's RSS once they are. Exits 1 when loadgen's RSS grew by more than
-``--rss-bound-mb`` or its descriptors by more than ``--fd-bound`` between the second sample and
-the last (the first minute holds the start-up allocations).
+accounting, whether the run's topics are gone from tansu, and tansu's RSS once they are.
+Exits 1 when loadgen's RSS grew by more than ``--rss-bound-mb`` or its descriptors by more than
+``--fd-bound`` between the second sample and the last (the first minute holds the start-up
+allocations).
 
     python bench/soak.py --minutes 15 --rate 2000 --producer linger.ms=100
 

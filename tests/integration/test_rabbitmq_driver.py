@@ -331,10 +331,10 @@ def test_clients_share_connections_one_channel_each(driver, rabbitmq_broker, top
         time.sleep(0.1)
 
 
-def test_a_connection_closed_by_the_broker_fails_the_producer_loudly(
+def test_without_recovery_a_connection_closed_by_the_broker_fails_the_producer_loudly(
     driver, rabbitmq_broker, topic_name
 ):
-    rmq = driver()
+    rmq = driver(recoveryIntervalMs=0)
     rmq.create_topics([TopicSpec(topic_name, 1)])
     rmq.create_consumer(topic_name, "sub", lambda *_: None)
     producer = rmq.create_producer(topic_name)
@@ -348,6 +348,50 @@ def test_a_connection_closed_by_the_broker_fails_the_producer_loudly(
     producer.send(None, PAYLOAD, lambda error, *_: errors.append(error), 10, 10)
     assert errors == [producer.failure]
     producer.close()
+    rmq.delete_topics([topic_name])
+
+
+def test_a_connection_closed_by_the_broker_is_reopened_and_both_sides_go_on(
+    driver, rabbitmq_broker, topic_name
+):
+    rmq = driver(recoveryIntervalMs=200)
+    rmq.create_topics([TopicSpec(topic_name, 2)])
+    received = []
+    consumer = rmq.create_consumer(
+        topic_name, "sub", lambda payload, sent, message_id, *_: received.append(message_id)
+    )
+    producer = rmq.create_producer(topic_name)
+    outcomes = []  # (message id, error) as the confirms (or the loss) report them
+    closed_at = None
+    deadline = time.monotonic() + 20
+    message_id = 0
+    while time.monotonic() < deadline:
+
+        def on_done(error, *_, i=message_id):
+            outcomes.append((i, error))
+
+        producer.send(None, PAYLOAD, on_done, message_id, 0)
+        message_id += 1
+        producer.poll(0.01)
+        if message_id == 50:
+            rabbitmqctl(rabbitmq_broker, "close_all_connections", "closed by the test")
+            closed_at = message_id
+        failed = [i for i, error in outcomes if error is not None]
+        recovered = [i for i, error in outcomes if error is None and failed and i > max(failed)]
+        if len(recovered) >= 50:
+            break
+    producer.flush(10)
+    assert closed_at is not None and failed, "no send failed while the connection was gone"
+    assert all("closed by the test" in str(e) for _, e in outcomes if e is not None)
+    assert producer.failure is None
+    assert len(recovered) >= 50, "sending did not resume on the reopened connection"
+    deadline = time.monotonic() + 10
+    while not set(recovered) <= set(received) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert set(recovered) <= set(received)  # the consumer is back on its queues too
+    assert consumer.failure is None
+    producer.close()
+    consumer.close()
     rmq.delete_topics([topic_name])
 
 

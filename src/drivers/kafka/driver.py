@@ -59,6 +59,20 @@ OLD_TIMESTAMP_HEADER = "lg-send-ns"
 """An older loadgen's header: the send time alone, 8-byte big-endian epoch ns."""
 CREATE_BATCH = 500
 ADMIN_TIMEOUT_S = 30.0
+SLICE_S = 0.5
+"""librdkafka's blocking calls do not return to Python for a signal, so a long wait is made of
+waits this long: Ctrl-C (or SIGTERM) is handled within it, even against a broker that stalls."""
+
+
+def _sliced_flush(producer: Producer, timeout_s: float) -> int:
+    """``producer.flush(timeout_s)``, in slices; the messages still unacknowledged at the end."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = producer.flush(min(SLICE_S, max(0.0, deadline - time.monotonic())))
+        if left == 0 or time.monotonic() >= deadline:
+            return left
+
+
 FULL_QUEUE_TIMEOUT_S = 30.0
 CONSUME_BATCH = 500
 COMMIT_INTERVAL_S = 0.1
@@ -120,10 +134,10 @@ class KafkaProducer:
             time.sleep(rest)
 
     def flush(self, timeout_s: float) -> int:
-        return self._producer.flush(timeout_s)
+        return _sliced_flush(self._producer, timeout_s)
 
     def close(self) -> None:
-        self._producer.flush(5.0)
+        _sliced_flush(self._producer, 5.0)
 
 
 def _start_positions(
@@ -326,10 +340,15 @@ class Driver:
 
     def check_reachable(self, timeout_s: float) -> None:
         address = self.config.bootstrap_servers or "<no bootstrap.servers>"
-        try:
-            self._admin_client().list_topics(timeout=timeout_s)
-        except KafkaException as error:
-            raise BrokerUnreachable("kafka", address, str(error.args[0])) from None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                wait = min(SLICE_S, max(0.01, deadline - time.monotonic()))
+                self._admin_client().list_topics(timeout=wait)
+                return
+            except KafkaException as error:
+                if time.monotonic() >= deadline:
+                    raise BrokerUnreachable("kafka", address, str(error.args[0])) from None
 
     def create_topics(self, topics: list[TopicSpec]) -> None:
         replication = self.config.replication_factor or -1

@@ -13,6 +13,7 @@ ends the run early with what was measured, marked incomplete; teardown always ru
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,11 @@ log = logging.getLogger("loadgen.run")
 IntervalCallback = Callable[[IntervalStats, int], None]
 """Called after every interval with its snapshot and the backlog (messages) at its end."""
 SETTLE_S = 0.05
+CUT_SHORT_FLUSH_S = 1.0
+"""How long a run cut short waits for the acknowledgements of messages in flight."""
+INTERRUPTED_TEARDOWN_S = 1.5
+"""How long teardown may take after Ctrl-C/SIGTERM before the run ends without it: with the
+flush above and writing the result, the process ends within 5 s of the signal."""
 """The quiet time that ends a drain once more than the expected count arrived."""
 PhaseCallback = Callable[[str, float | None], None]
 """Called as each phase begins (``setup``, ``warmup``, ``measure``, ``drain``, ``teardown``)
@@ -309,7 +315,11 @@ def run_tailing(
             outcome.accounting = _account(worker, drained=not outcome.incomplete)
         try:
             options.begin("teardown")
-            worker.close(delete_topics=not (options.keep_topics or options.topic_names))
+            delete = not (options.keep_topics or options.topic_names)
+            if outcome.stop_reason == "interrupted":
+                _close_soon(worker, delete, outcome.topics)
+            else:
+                worker.close(delete_topics=delete)
         except KeyboardInterrupt:  # a second Ctrl-C must not cost the result
             log.warning("teardown interrupted; topics %s may remain", outcome.topics)
         clock.mark("teardown")
@@ -323,6 +333,31 @@ def run_tailing(
         if measurement.outages is not None:
             outcome.extensions["outages"] = measurement.outages.report(outcome.ended_ms)
     return outcome
+
+
+def _close_soon(worker: Worker, delete_topics: bool, topics: list[str]) -> None:
+    """Teardown after Ctrl-C or SIGTERM, which must end the run within seconds: a stalled
+    broker can hold a topic deletion or a client's close for tens of seconds, so this waits
+    :data:`INTERRUPTED_TEARDOWN_S` and leaves the rest to the process's exit."""
+    failure: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            worker.close(delete_topics=delete_topics)
+        except BaseException as error:  # raised again on the caller's thread
+            failure.append(error)
+
+    closing = threading.Thread(target=close, name="teardown", daemon=True)
+    closing.start()
+    closing.join(INTERRUPTED_TEARDOWN_S)
+    if closing.is_alive():
+        log.warning(
+            "teardown did not finish within %.0f s of the interrupt; topics %s may remain",
+            INTERRUPTED_TEARDOWN_S,
+            topics,
+        )
+    elif failure:
+        raise failure[0]
 
 
 def _last_look(measurement: _Measurement) -> None:
@@ -400,7 +435,7 @@ def _cut_short(
     outcome.stop_reason = reason
     outcome.stop_detail = detail
     try:
-        worker.stop_load(flush_timeout_s=2.0)
+        worker.stop_load(flush_timeout_s=CUT_SHORT_FLUSH_S)
     except Exception as error:
         log.warning("stopping the load failed: %s", error)
     measurement.take(warmup=warmup)

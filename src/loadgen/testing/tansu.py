@@ -52,11 +52,17 @@ def tansu_driver_config(address: str) -> dict[str, Any]:
 
 
 def start_tansu(
-    port: int | None = None, log_dir: Path | None = None, *, detach: bool = False
+    port: int | None = None,
+    log_dir: Path | None = None,
+    *,
+    detach: bool = False,
+    advertised_port: int | None = None,
 ) -> LocalBroker:
     """Start tansu on 127.0.0.1:``port`` (a free one by default) and wait until it accepts.
 
     ``detach`` starts it in its own session so it outlives this process (``loadgen brokers up``).
+    ``advertised_port``: the port clients are told to connect to (a proxy in front of it,
+    :mod:`loadgen.testing.proxy`); its own by default.
     """
     chosen = port or free_port()
     if port_open(chosen):
@@ -74,7 +80,7 @@ def start_tansu(
                 "--listener-url",
                 url,
                 "--advertised-listener-url",
-                url,
+                f"tcp://127.0.0.1:{advertised_port or chosen}",
             ],
             stdout=log_file,
             stderr=subprocess.STDOUT,

@@ -6,8 +6,8 @@ samples every ``--sample-s`` seconds loadgen's RSS, open file descriptors, threa
 broker's: it keeps every message, its retention is not enforced). After the run: the result's
 accounting, whether the run's topics are gone from tansu, and tansu's RSS once they are.
 Exits 1 when loadgen's RSS grew by more than ``--rss-bound-mb`` or its descriptors by more than
-``--fd-bound`` between the second sample and the last (the first minute holds the start-up
-allocations).
+``--fd-bound`` between the second sample and the last one taken while every worker process was
+up (the first minute holds the start-up allocations; the workers exit before the result).
 
     python bench/soak.py --minutes 15 --rate 2000 --producer linger.ms=100
 
@@ -151,8 +151,10 @@ def main() -> int:
         tansu_after = rss_mb(broker.pid)
     finally:
         broker.stop()
-    growth_rss = samples[-1]["loadgen_rss_mb"] - samples[1]["loadgen_rss_mb"]
-    growth_fds = samples[-1]["loadgen_fds"] - samples[1]["loadgen_fds"]
+    workers_up = max(s["processes"] for s in samples)
+    running = [s for s in samples if s["processes"] == workers_up]
+    growth_rss = running[-1]["loadgen_rss_mb"] - running[1]["loadgen_rss_mb"]
+    growth_fds = running[-1]["loadgen_fds"] - running[1]["loadgen_fds"]
     print(output[-1500:])
     summary = {
         "command": " ".join(command[1:]),

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from loadgen.redaction import redact_at
+
 
 class LoadgenError(Exception):
     """Base of every deliberate loadgen error."""
@@ -60,11 +62,16 @@ class ConfigError(LoadgenError):
 
     def __str__(self) -> str:
         where = ": ".join(part for part in (self.file, self.path) if part)
-        text = f"{where}: {self.args[0]}" if where else str(self.args[0])
+        message = str(self.args[0])
+        text = f"{where}: {message}" if where else message
+        notes = []
+        if self.value is not None and str(self.value) not in message:
+            shown = repr(redact_at(self.path or "", self.value))
+            notes.append(f"got {shown if len(shown) <= 80 else shown[:77] + '...'}")
         if self.allowed is not None:
             allowed = self.allowed if isinstance(self.allowed, str) else ", ".join(self.allowed)
-            text += f" (allowed: {allowed})"
-        return text
+            notes.append(f"allowed: {allowed}")
+        return f"{text} ({'; '.join(notes)})" if notes else text
 
 
 class MissingExtra(LoadgenError):

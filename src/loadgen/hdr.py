@@ -17,6 +17,8 @@ per interval per metric for a whole run would not fit; the sparse form is a few 
 from __future__ import annotations
 
 import math
+import struct
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -35,6 +37,9 @@ HIGHEST_TRACKABLE_US = {
     "endToEndCatchUp": 43_200_000_000,
 }
 PERCENTILE_TICKS_PER_HALF_DISTANCE = 100
+MERGE_BATCH = 64
+PACK_HEADER = "<Icc"
+""":func:`pack`'s header: bucket count, and the type codes of the steps and of the counts."""
 SPARSE_BELOW = 8
 """An interval with fewer values than 1/8 of the counts array is binned by sorting (2000
 end-to-end values: 0.1 ms instead of 12 ms), a bigger one with ``bincount``."""
@@ -161,12 +166,26 @@ def record_ns(metric: str, values_ns: Sequence[int] | np.ndarray) -> Histogram:
 
 
 def merge(metric: str, histograms: Iterable[Histogram]) -> Histogram:
-    """One histogram holding every count of ``histograms`` (all of ``metric``)."""
+    """One histogram holding every count of ``histograms`` (all of ``metric``).
+
+    They are taken :data:`MERGE_BATCH` at a time, so merging a long run's intervals as they
+    are unpacked never holds more than a batch of them."""
+    merged = histogram_for(metric)
+    batch: list[Histogram] = []
+    for histogram in histograms:
+        if histogram.metric != metric:
+            raise ValueError(f"cannot merge other metrics into {metric!r}")
+        batch.append(histogram)
+        if len(batch) == MERGE_BATCH:
+            merged = _merge_parts(metric, [merged, *batch])
+            batch = []
+    return _merge_parts(metric, [merged, *batch])
+
+
+def _merge_parts(metric: str, histograms: list[Histogram]) -> Histogram:
     parts = [h for h in histograms if len(h.index)]
     if not parts:
         return histogram_for(metric)
-    if any(h.metric != metric for h in parts):
-        raise ValueError(f"cannot merge other metrics into {metric!r}")
     if len(parts) == 1:
         return parts[0]
     index = np.concatenate([h.index for h in parts])
@@ -175,6 +194,29 @@ def merge(metric: str, histograms: Iterable[Histogram]) -> Histogram:
     summed = np.zeros(len(unique), dtype=np.int64)
     np.add.at(summed, inverse, counts)
     return Histogram(metric, unique, summed)
+
+
+def pack(histogram: Histogram) -> bytes:
+    """A lossless, compact byte form for keeping many histograms in memory (not a wire format;
+    :func:`encode` is): bucket-index steps and counts in the narrowest unsigned type that holds
+    them, zlib-compressed. ~20× smaller than the arrays, and unpacked in well under a ms."""
+    steps = np.diff(histogram.index, prepend=0)
+    step_type = np.min_scalar_type(int(steps.max(initial=0)))
+    count_type = np.min_scalar_type(int(histogram.counts.max(initial=0)))
+    header = struct.pack(PACK_HEADER, len(steps), step_type.char.encode(), count_type.char.encode())
+    body = steps.astype(step_type).tobytes() + histogram.counts.astype(count_type).tobytes()
+    return zlib.compress(header + body, 1)
+
+
+def unpack(metric: str, data: bytes) -> Histogram:
+    """The histogram :func:`pack` packed, as ``metric``."""
+    raw = zlib.decompress(data)
+    length, step_char, count_char = struct.unpack_from(PACK_HEADER, raw)
+    step_type, count_type = np.dtype(step_char.decode()), np.dtype(count_char.decode())
+    offset = struct.calcsize(PACK_HEADER)
+    steps = np.frombuffer(raw, step_type, length, offset)
+    counts = np.frombuffer(raw, count_type, length, offset + length * step_type.itemsize)
+    return Histogram(metric, np.cumsum(steps, dtype=np.int64), counts.astype(np.int64))
 
 
 def _to_hdrh(histogram: Histogram) -> HdrHistogram:

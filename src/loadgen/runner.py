@@ -19,10 +19,11 @@ from loadgen.hooks import RunHooks, hook_env, run_after, run_before
 from loadgen.metrics.run import publishing
 from loadgen.payload import build_payloads
 from loadgen.pipeline.landing import RunIdentity, open_landing
+from loadgen.redaction import redact
 from loadgen.results.checkpoint import UNFINISHED, UNFINISHED_DETAIL, Checkpoint
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.hlog import write_hlogs
-from loadgen.results.metadata import configuration, redact, run_metadata
+from loadgen.results.metadata import configuration, run_metadata
 from loadgen.results.testresult import ResultHeader, build_test_result
 from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
 from loadgen.spec import Workload

@@ -6,8 +6,8 @@ Counts add and histograms merge, so a run's aggregate and a multi-worker interva
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 
 from loadgen import hdr
 
@@ -61,6 +61,32 @@ class IntervalStats:
         return found if found is not None else hdr.histogram_for(metric)
 
 
+class PackedHistograms(Mapping[str, hdr.Histogram]):
+    """An interval's histograms packed (:func:`loadgen.hdr.pack`), unpacked when read.
+
+    A run keeps every interval for its result and logs; at 1-µs resolution one interval's
+    histograms take ~1 MB at a few thousand msg/s as arrays, ~50 KB packed."""
+
+    def __init__(self, histograms: Mapping[str, hdr.Histogram]) -> None:
+        self._packed = {metric: hdr.pack(h) for metric, h in histograms.items()}
+
+    def __getitem__(self, metric: str) -> hdr.Histogram:
+        return hdr.unpack(metric, self._packed[metric])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+
+def packed(stats: IntervalStats) -> IntervalStats:
+    """``stats`` with its histograms packed, to be kept for the rest of a run."""
+    if isinstance(stats.histograms, PackedHistograms):
+        return stats
+    return replace(stats, histograms=PackedHistograms(stats.histograms))
+
+
 def measured_intervals(intervals: Iterable[IntervalStats]) -> list[IntervalStats]:
     """The intervals that count in aggregates: all but the warm-up ones."""
     return [s for s in intervals if not s.warmup]
@@ -80,8 +106,8 @@ def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
         raise ValueError("merge_all needs at least one snapshot")
     histograms = {}
     for metric in METRICS + ROLE_METRICS:
-        present = [s.histograms[metric] for s in items if metric in s.histograms]
-        if present:
+        if any(metric in s.histograms for s in items):
+            present = (s.histograms[metric] for s in items if metric in s.histograms)
             histograms[metric] = hdr.merge(metric, present)
     return IntervalStats(
         start_ms=min(s.start_ms for s in items),

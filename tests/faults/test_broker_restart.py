@@ -100,6 +100,18 @@ def check_outage_reported(result, output, down_at, up_at, *, queued=True):
     assert all(rate > RATE * 0.8 for rate in result["consumeRate"][-4:-1]), result["consumeRate"]
 
 
+def restarted_run(tmp_path, name, broker, restarted, restart):
+    """The run through ``restart``, its outage checked; every broker started is stopped after."""
+    driver = {"name": name, "driver": name.lower(), **broker.driver_config}
+    try:
+        result, output, down_at, up_at = run_through_restart(tmp_path, driver, restart)
+    finally:
+        for started in [broker, *restarted]:
+            started.stop()
+    check_outage_reported(result, output, down_at, up_at)
+    return result, output
+
+
 def test_tansu_restart_loses_what_it_held_and_the_accounting_says_how_much(tmp_path):
     broker = own(start_tansu)
     port = int(broker.address.rsplit(":", 1)[1])
@@ -112,13 +124,7 @@ def test_tansu_restart_loses_what_it_held_and_the_accounting_says_how_much(tmp_p
         restarted.append(start_tansu(port=port))
         return down_at
 
-    driver = {"name": "Kafka", "driver": "kafka", **broker.driver_config}
-    try:
-        result, output, down_at, up_at = run_through_restart(tmp_path, driver, restart)
-    finally:
-        for started in [broker, *restarted]:
-            started.stop()
-    check_outage_reported(result, output, down_at, up_at)
+    result, output = restarted_run(tmp_path, "Kafka", broker, restarted, restart)
     sent, received = result["totalMessagesSent"], result["totalMessagesReceived"]
     lost, duplicates = result["totalLost"], result["totalDuplicates"]
     # tansu keeps messages in memory only: what it had acknowledged but not yet delivered when
@@ -146,13 +152,7 @@ def test_pulsar_lite_restart_loses_nothing_it_acknowledged(tmp_path):
         )
         return down_at
 
-    driver = {"name": "Pulsar", "driver": "pulsar", **broker.driver_config}
-    try:
-        result, output, down_at, up_at = run_through_restart(tmp_path, driver, restart)
-    finally:
-        for started in [broker, *restarted]:
-            started.stop()
-    check_outage_reported(result, output, down_at, up_at)
+    result, _ = restarted_run(tmp_path, "Pulsar", broker, restarted, restart)
     # RocksDB keeps what it acknowledged; acknowledgements of deliveries in flight at the stop
     # may be lost, so some messages come twice (at-least-once), and the accounting counts them
     assert result["totalLost"] == 0

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from loadgen.errors import LoadgenError, MissingExtra
+from loadgen.scenarios.tailing import SILENT_BROKER_TEARDOWN_S
 from loadgen.testing.process import free_port
 from loadgen.testing.proxy import TcpProxy
 from loadgen.testing.require import unavailable
@@ -133,7 +134,7 @@ def test_an_unreachable_broker_exits_3_quickly_naming_the_address(tmp_path, driv
     run = Run(tmp_path, {"name": "unreachable", **filled}, "--duration", "5s")
     elapsed = run.finish(60)
     assert run.child.returncode == 3, "".join(run.stderr)
-    assert elapsed < 20
+    assert elapsed < 15
     message = "".join(run.stderr)
     assert address in message and "Traceback" not in message
     assert not run.out.exists() or not list(run.out.glob("*.json"))
@@ -166,9 +167,9 @@ def test_a_stall_that_never_ends_still_ends_the_run_with_a_bounded_wait(tmp_path
     frozen_at = time.monotonic()
     run.finish(120)
     waited = time.monotonic() - frozen_at
-    # the rest of the measurement (≤ 5 s), the drain (10 s), teardown against a silent broker:
-    # deleting topics gives up after 30 s; the clients' close is bounded too
-    assert waited < 5 + 10 + 45, waited
+    # the rest of the measurement (≤ 5 s), the drain (10 s), and teardown, which does not wait
+    # out the admin timeout (30 s) of a broker that stopped answering; 5 s to write and exit
+    assert waited < 5 + 10 + SILENT_BROKER_TEARDOWN_S + 5, waited
     result = run.result()
     assert run.child.returncode == 0, "".join(run.stderr)
     [outage] = [o for o in result["outages"] if o["role"] == "publish"]
@@ -178,6 +179,7 @@ def test_a_stall_that_never_ends_still_ends_the_run_with_a_bounded_wait(tmp_path
     # but not yet delivered are (acknowledged, never received): a few at most
     assert 0 <= result["totalLost"] <= 500
     assert "outage(s) during the run" in "".join(run.stderr)
+    assert "(broker not answering); topics" in "".join(run.stderr)  # they may remain: said so
 
 
 MEMORY_PHASES = [("warmup", 1), ("measure", 2)]

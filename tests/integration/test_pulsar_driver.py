@@ -373,13 +373,13 @@ def test_partition_switch_frequency_keeps_a_burst_on_few_partitions(driver, puls
     assert len(partitions) <= 2  # one partition per 10 s, and the burst took well under that
 
 
-def test_a_wrong_service_url_fails_within_15_s_naming_it(driver, flat_broker):
+def test_a_wrong_service_url_fails_within_the_bound_naming_it(driver, flat_broker):
     url = f"pulsar://127.0.0.1:{free_port()}"
     wrong = open_driver(DriverSpec("Pulsar", "pulsar", {"client": {"serviceUrl": url}}, "x"))
     started = time.monotonic()
     with pytest.raises(BrokerUnreachable) as caught:
-        wrong.check_reachable(10)
-    assert time.monotonic() - started < 15
+        wrong.check_reachable(3)
+    assert time.monotonic() - started < 5
     assert url in str(caught.value)
     driver(flat_broker).check_reachable(10)  # and a right one passes
 

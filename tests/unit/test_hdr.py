@@ -76,6 +76,35 @@ def test_merge_equals_recording_everything_in_one_histogram():
     assert np.array_equal(merged.index, whole.index) and np.array_equal(merged.counts, whole.counts)
 
 
+def test_merging_more_histograms_than_a_batch_equals_recording_them_at_once():
+    values = lognormal_ns(n=20_000)
+    chunks = np.array_split(values, hdr.MERGE_BATCH * 2 + 3)
+    merged = hdr.merge("publish", (hdr.record_ns("publish", chunk) for chunk in chunks))
+    whole = hdr.record_ns("publish", values)
+    assert np.array_equal(merged.index, whole.index) and np.array_equal(merged.counts, whole.counts)
+
+
+@pytest.mark.parametrize(
+    "original",
+    [
+        hdr.record_ns("endToEnd", lognormal_ns()),
+        hdr.histogram_for("publish"),
+        hdr.Histogram("endToEnd", np.array([0, 7, hdr.layout("endToEnd").counts_len - 1]),
+                      np.array([1, 2**40, 3])),
+    ],
+    ids=["lognormal", "empty", "extremes"],
+)  # fmt: skip
+def test_pack_unpack_round_trip_keeps_every_count(original):
+    again = hdr.unpack(original.metric, hdr.pack(original))
+    assert np.array_equal(again.index, original.index) and again.index.dtype == np.int64
+    assert np.array_equal(again.counts, original.counts) and again.counts.dtype == np.int64
+
+
+def test_a_packed_interval_is_over_ten_times_smaller_than_its_arrays():
+    interval = hdr.record_ns("publish", lognormal_ns(n=20_000))
+    assert len(hdr.pack(interval)) * 10 < interval.index.nbytes + interval.counts.nbytes
+
+
 def test_encode_decode_round_trip_keeps_every_count():
     original = hdr.record_ns("endToEnd", lognormal_ns())
     again = hdr.decode("endToEnd", hdr.encode(original))

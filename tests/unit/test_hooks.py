@@ -112,12 +112,8 @@ def test_a_failing_before_run_starts_nothing_and_runs_no_after_run(tmp_path):
 
 def test_after_run_runs_when_the_run_itself_fails(tmp_path):
     log = tmp_path / "log"
-    unreachable = loadgen.driver(
-        "kafka",
-        commonConfig="bootstrap.servers=127.0.0.1:1",
-        producerConfig="acks=all",
-        consumerConfig="auto.offset.reset=earliest",
-    )
+    # RabbitMQ reports a refused connection at once (Kafka and Pulsar retry for 10 s)
+    unreachable = loadgen.driver("rabbitmq", amqpUris=["amqp://guest:guest@127.0.0.1:1/%2F"])
     with pytest.raises(BrokerUnreachable):
         loadgen.run(
             RUN,

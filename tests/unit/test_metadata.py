@@ -1,6 +1,6 @@
 """Secrets never reach a result file."""
 
-from loadgen.results.metadata import redact
+from loadgen.redaction import redact
 
 
 def test_secret_keys_and_uri_userinfo_are_redacted_in_mappings_and_properties_text():
@@ -15,6 +15,20 @@ def test_secret_keys_and_uri_userinfo_are_redacted_in_mappings_and_properties_te
     assert "bootstrap.servers=b:9092" in redacted["commonConfig"]
     assert redacted["amqpUris"] == ["amqp://<redacted>@host:5672/vhost"]
     assert redacted["authentication"]["plugin"] == "p"
+
+
+def test_a_pulsar_token_under_its_plain_data_key_is_redacted():
+    client = {
+        "serviceUrl": "pulsar://127.0.0.1:6650",
+        "authentication": {
+            "plugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+            "data": "token:eyJhbGciOi.secret",
+        },
+    }
+    redacted = redact({"client": client})["client"]
+    assert redacted["authentication"]["data"] == "<redacted>"
+    assert redacted["authentication"]["plugin"] == client["authentication"]["plugin"]
+    assert redacted["serviceUrl"] == client["serviceUrl"]
 
 
 def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):

@@ -84,6 +84,24 @@ def test_nothing_due_or_consumers_paused_is_not_an_outage():
     assert watch.report(run_end_ms=7000) == []
 
 
+def test_acknowledgements_that_stop_with_the_producers_are_not_an_outage():
+    watch = OutageWatch(1.0, subscriptions=1, start_ms=0)
+    watch.observe(250, Progress(100, 50, 0))
+    watch.observe(500, Progress(200, 100, 0))  # producers stop here, every message acknowledged
+    watch.observe(3000, Progress(200, 200, 0), publishing=False)  # a long drain
+    assert watch.report(run_end_ms=3000) == [] and not watch.silent()
+
+
+def test_a_broker_that_stops_acknowledging_is_silent_until_it_acknowledges_again():
+    watch = OutageWatch(1.0, subscriptions=1, start_ms=0)
+    feed(watch, [(250, 100, 100, 0), (1500, 100, 100, 0)])
+    assert watch.silent()
+    feed(watch, [(3000, 100, 100, 0)])  # the drain: messages still unacknowledged
+    assert watch.silent() and watch.report(run_end_ms=3000)[0]["recovered"] is False
+    feed(watch, [(3250, 150, 150, 0)])
+    assert not watch.silent()
+
+
 def test_a_stalled_send_shows_as_an_outage_in_the_result_and_only_there(tmp_path):
     driver = loadgen.driver("memory", name="Memory", stallMs=2500, stallAfter=1500)
     workload = {

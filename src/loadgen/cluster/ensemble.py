@@ -22,7 +22,7 @@ from loadgen.cluster.clock import ClockOffset, e2e_skew_bound_ns
 from loadgen.cluster.split import Assignment, split
 from loadgen.errors import ConfigError, WorkerError, WorkerLost
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import IntervalStats, merge_all
+from loadgen.stats import IntervalStats, merge_all, packed
 from loadgen.worker.local import MIN_RATE, Progress, Totals, await_probes
 from loadgen.worker.plan import Subscription
 
@@ -346,7 +346,7 @@ class Ensemble:
         ):
             stats = wire.stats_from_json(answer["stats"])
             self._totals[client.url] = wire.totals_from_json(answer["totals"])
-            self.worker_intervals[client.url].append(stats)
+            self.worker_intervals[client.url].append(packed(stats))
             parts.append(stats)
         merged = merge_all(parts) if parts else IntervalStats(start_ms, end_ms)
         return replace(merged, start_ms=start_ms, end_ms=end_ms, warmup=warmup)

@@ -96,6 +96,8 @@ class _Routes:
                 args = [body.model_validate(json.loads(await request.read()))] if body else []
             except (ValueError, ValidationError) as error:
                 return _error(400, "BadRequest", str(error), 2)
+            except RecursionError:  # json.loads on "[[[[…": nesting no wire body has
+                return _error(400, "BadRequest", "JSON nested too deeply", 2)
             loop = asyncio.get_running_loop()
             self.in_flight += 1
             try:

@@ -15,11 +15,11 @@ from typing import Any
 import loadgen
 from loadgen.cluster.placement import Placement
 from loadgen.cpus import available_cpus
+from loadgen.redaction import redact
 from loadgen.scenarios.tailing import RunOptions, RunOutcome
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 
-SECRET_MARKERS = ("password", "secret", "token", "credential", "sasl.jaas", "private")
 CLIENT_DISTRIBUTIONS = ("confluent-kafka", "pika", "pulsar-client", "pravega", "hdrhistogram")
 """Broker clients (and the histogram library) whose versions explain a result's numbers."""
 
@@ -33,39 +33,6 @@ def client_versions() -> dict[str, str]:
         except PackageNotFoundError:
             continue
     return found
-
-
-def redact(value: Any) -> Any:
-    """Replace secret-looking values (by key name, or URI userinfo) so results never hold them."""
-    if isinstance(value, dict):
-        return {
-            key: "<redacted>"
-            if any(marker in str(key).lower() for marker in SECRET_MARKERS)
-            else redact(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [redact(item) for item in value]
-    if isinstance(value, str):
-        return _redact_text(value)
-    return value
-
-
-def _redact_text(text: str) -> str:
-    lines = []
-    for line in text.splitlines() or [text]:
-        key, sep, _ = line.partition("=")
-        if sep and any(marker in key.lower() for marker in SECRET_MARKERS):
-            line = f"{key}=<redacted>"
-        lines.append(_strip_userinfo(line))
-    return "\n".join(lines)
-
-
-def _strip_userinfo(text: str) -> str:
-    scheme, sep, rest = text.partition("://")
-    if sep and "@" in rest.split("/", 1)[0]:
-        return f"{scheme}://<redacted>@{rest.split('@', 1)[1]}"
-    return text
 
 
 def _git_sha() -> str | None:

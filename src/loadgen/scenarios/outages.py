@@ -72,9 +72,12 @@ class OutageWatch:
         self.outages: list[Outage] = []
         self._tracks = {role: _Track(since_ms=start_ms) for role in WHAT_STOPPED}
 
-    def observe(self, now_ms: int, progress: Progress, *, consuming: bool = True) -> None:
-        """Feed one reading; ``consuming`` is False while consumers are paused on purpose."""
-        self._step("publish", progress.acked, now_ms, progress.errors, watching=True)
+    def observe(
+        self, now_ms: int, progress: Progress, *, consuming: bool = True, publishing: bool = True
+    ) -> None:
+        """Feed one reading; ``consuming`` is False while consumers are paused on purpose,
+        ``publishing`` once producers stopped with every message acknowledged."""
+        self._step("publish", progress.acked, now_ms, progress.errors, watching=publishing)
         due = progress.acked * self.subscriptions > progress.received
         self._step("consume", progress.received, now_ms, progress.errors, consuming and due)
 
@@ -108,6 +111,10 @@ class OutageWatch:
             (now_ms - outage.start_ms) / 1000,
             f"{outage.errors:,}",
         )
+
+    def silent(self) -> bool:
+        """Whether acknowledgements had stopped when last observed: the broker is not answering."""
+        return self._tracks["publish"].open is not None
 
     def report(self, run_end_ms: int) -> list[dict[str, Any]]:
         return [outage.to_json(run_end_ms) for outage in self.outages]

@@ -25,7 +25,7 @@ from loadgen.scenarios.catch_up import CHECK_S, CatchUpOutcome, CatchUpPlan, bui
 from loadgen.scenarios.outages import OutageWatch, threshold_for
 from loadgen.scenarios.rate_control import RateControl, rate_control_for
 from loadgen.spec import Workload
-from loadgen.stats import IntervalStats, merge_all
+from loadgen.stats import IntervalStats, merge_all, packed
 from loadgen.worker.contract import Worker
 from loadgen.worker.local import Totals
 from loadgen.worker.plan import catch_up_subscriptions, consumer_subscriptions, producer_topics
@@ -43,7 +43,10 @@ CUT_SHORT_FLUSH_S = 1.0
 INTERRUPTED_TEARDOWN_S = 1.5
 """How long teardown may take after Ctrl-C/SIGTERM before the run ends without it: with the
 flush above and writing the result, the process ends within 5 s of the signal."""
-"""The quiet time that ends a drain once more than the expected count arrived."""
+SILENT_BROKER_TEARDOWN_S = 5.0
+"""How long teardown may take when the broker had stopped acknowledging at the end of the run:
+deleting topics on a broker that does not answer waits out the driver's admin timeout (30 s on
+Kafka) for nothing."""
 PhaseCallback = Callable[[str, float | None], None]
 """Called as each phase begins (``setup``, ``warmup``, ``measure``, ``drain``, ``teardown``)
 with its planned length in seconds, or ``None`` when it lasts as long as it takes."""
@@ -145,13 +148,18 @@ class _Measurement:
         """Set once the load starts; consumer-only runs have nothing to watch."""
         self.consuming = True
         """False while catch-up consumers are paused on purpose (not an outage)."""
+        self.publishing = True
+        """False once producers stopped with nothing left to acknowledge: no acks is no outage."""
 
     def watch_outages(self, rate: float) -> None:
         self.outages = OutageWatch(threshold_for(rate), self.subscriptions, _now_ms())
 
     def look_for_outages(self) -> None:
         if self.outages is not None:
-            self.outages.observe(_now_ms(), self.worker.progress(), consuming=self.consuming)
+            progress = self.worker.progress()
+            self.outages.observe(
+                _now_ms(), progress, consuming=self.consuming, publishing=self.publishing
+            )
 
     def backlog(self) -> int:
         totals = self.worker.totals
@@ -161,7 +169,7 @@ class _Measurement:
         end_ms = _now_ms()
         stats = self.worker.snapshot(self.interval_start_ms, end_ms, warmup=warmup)
         self.interval_start_ms = end_ms
-        self.intervals.append(stats)
+        self.intervals.append(packed(stats))
         if self.options.on_interval is not None:
             self.options.on_interval(stats, self.backlog())
         return stats
@@ -317,7 +325,11 @@ def run_tailing(
             options.begin("teardown")
             delete = not (options.keep_topics or options.topic_names)
             if outcome.stop_reason == "interrupted":
-                _close_soon(worker, delete, outcome.topics)
+                _close_soon(worker, delete, outcome.topics, INTERRUPTED_TEARDOWN_S, "interrupted")
+            elif measurement.outages is not None and measurement.outages.silent():
+                _close_soon(
+                    worker, delete, outcome.topics, SILENT_BROKER_TEARDOWN_S, "broker not answering"
+                )
             else:
                 worker.close(delete_topics=delete)
         except KeyboardInterrupt:  # a second Ctrl-C must not cost the result
@@ -335,10 +347,12 @@ def run_tailing(
     return outcome
 
 
-def _close_soon(worker: Worker, delete_topics: bool, topics: list[str]) -> None:
-    """Teardown after Ctrl-C or SIGTERM, which must end the run within seconds: a stalled
-    broker can hold a topic deletion or a client's close for tens of seconds, so this waits
-    :data:`INTERRUPTED_TEARDOWN_S` and leaves the rest to the process's exit."""
+def _close_soon(
+    worker: Worker, delete_topics: bool, topics: list[str], within_s: float, why: str
+) -> None:
+    """Teardown that must end within seconds (after Ctrl-C or SIGTERM, or with the broker not
+    answering): a stalled broker can hold a topic deletion or a client's close for tens of
+    seconds, so this waits ``within_s`` and leaves the rest to the process's exit."""
     failure: list[BaseException] = []
 
     def close() -> None:
@@ -349,11 +363,12 @@ def _close_soon(worker: Worker, delete_topics: bool, topics: list[str]) -> None:
 
     closing = threading.Thread(target=close, name="teardown", daemon=True)
     closing.start()
-    closing.join(INTERRUPTED_TEARDOWN_S)
+    closing.join(within_s)
     if closing.is_alive():
         log.warning(
-            "teardown did not finish within %.0f s of the interrupt; topics %s may remain",
-            INTERRUPTED_TEARDOWN_S,
+            "teardown did not finish within %.1f s (%s); topics %s may remain",
+            within_s,
+            why,
             topics,
         )
     elif failure:
@@ -403,6 +418,7 @@ def _finish(
     started = time.monotonic()
     options.begin("drain", options.drain_timeout_s)
     outcome.pending_acks = worker.stop_load(options.drain_timeout_s)
+    measurement.publishing = outcome.pending_acks > 0
     expected = worker.sent_so_far() * workload.subscriptions_per_topic
     deadline = started + options.drain_timeout_s
     while worker.received_so_far() < expected and time.monotonic() < deadline:
@@ -419,7 +435,8 @@ def _finish(
         )
     last = measurement.intervals.pop() if measurement.intervals else None
     drained = worker.snapshot(measurement.interval_start_ms, _now_ms(), warmup=False)
-    measurement.intervals.append(merge_all([last, drained]) if last is not None else drained)
+    whole_last = merge_all([last, drained]) if last is not None else drained
+    measurement.intervals.append(packed(whole_last))
 
 
 def _cut_short(

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from loadgen.errors import ConfigError
+from loadgen.redaction import redact_at
 
 log = logging.getLogger("loadgen.spec")
 
@@ -172,20 +173,18 @@ def _config_error(
     location = tuple(first["loc"])
     keys, annotation = _resolve(model_cls, location)
     path = prefix + ".".join(str(part) for part in keys)
-    value = first.get("input")
+    value = redact_at(path, first.get("input"))  # shown in the message: never a secret
     kind = first["type"]
     context = first.get("ctx", {})
     if kind == "extra_forbidden":
         owner = _resolve(model_cls, location[:-1])[1]
         wrong = str(location[-1])
         if not (isinstance(owner, type) and issubclass(owner, BaseModel)):
-            return ConfigError(f"unknown field {wrong!r}", file=file, path=path, value=value)
+            return ConfigError(f"unknown field {wrong!r}", file=file, path=path)
         allowed = field_names(owner)
         guess = difflib.get_close_matches(wrong, allowed, n=1, cutoff=0.6)
         hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-        return ConfigError(
-            f"unknown field {wrong!r}{hint}", file=file, path=path, value=value, allowed=allowed
-        )
+        return ConfigError(f"unknown field {wrong!r}{hint}", file=file, path=path, allowed=allowed)
     if kind == "missing":
         return ConfigError("required field is missing", file=file, path=path)
     if kind in ("enum", "literal_error"):

@@ -29,6 +29,9 @@ from loadgen.spec.model import parse_model
 from loadgen.spec.rate_profile import RateSegment, parse_profile, profile_to_yaml
 
 MAX_TOTAL_PARTITIONS = 10_000_000
+MAX_MESSAGE_SIZE = 1 << 30
+"""No broker loadgen drives takes larger messages (RabbitMQ's hard cap is 512 MiB), and a
+payload pool this size already costs gigabytes of memory."""
 
 
 class KeyDistributor(StrEnum):
@@ -53,7 +56,7 @@ class Workload(BaseModel):
     topics: int = Field(default=0, ge=1)
     partitions_per_topic: int = Field(default=0, alias="partitionsPerTopic", ge=1)
     key_distributor: KeyDistributor = Field(default=KeyDistributor.NO_KEY, alias="keyDistributor")
-    message_size: int = Field(default=0, alias="messageSize", ge=1)
+    message_size: int = Field(default=0, alias="messageSize", ge=1, le=MAX_MESSAGE_SIZE)
     use_randomized_payloads: bool = Field(default=False, alias="useRandomizedPayloads")
     random_bytes_ratio: float = Field(default=0.0, alias="randomBytesRatio", ge=0, le=1)
     randomized_payload_pool_size: int = Field(default=0, alias="randomizedPayloadPoolSize", ge=0)

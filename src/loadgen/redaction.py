@@ -1,0 +1,61 @@
+"""Secrets out of everything loadgen writes or prints: results, hook records, error messages.
+
+A value is secret by the name of the field that holds it (a dotted path such as
+``client.authentication.data``, or a ``key=value`` line of a properties text such as Kafka's
+``sasl.password=...``), or as the user-info part of a URI (``amqp://user:pw@host``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SECRET_MARKERS = (
+    "password",
+    "secret",
+    "token",
+    "credential",
+    "sasl.jaas",
+    "private",
+    "authentication.data",  # Pulsar's token or basic-auth JSON: client.authentication.data
+)
+
+
+def redact(value: Any, path: str = "") -> Any:
+    """Replace secret-looking values (by dotted key path, or URI userinfo) so results never
+    hold them; ``path`` is where ``value`` sits, since some secrets hide under a plain key."""
+    if isinstance(value, dict):
+        return {key: redact_at(f"{path}.{key}", item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact(item, path) for item in value]
+    if isinstance(value, str):
+        return _redact_text(value)
+    return value
+
+
+def redact_at(path: str, value: Any) -> Any:
+    """``value`` as it may be shown, given the dotted ``path`` of the field that holds it."""
+    if looks_secret(path):
+        return "<redacted>"
+    return redact(value, path)
+
+
+def looks_secret(key: str) -> bool:
+    """Whether a field or property name (or dotted path) names a secret."""
+    return any(marker in key.lower() for marker in SECRET_MARKERS)
+
+
+def _redact_text(text: str) -> str:
+    lines = []
+    for line in text.splitlines() or [text]:
+        key, sep, _ = line.partition("=")
+        if sep and looks_secret(key):
+            line = f"{key}=<redacted>"
+        lines.append(_strip_userinfo(line))
+    return "\n".join(lines)
+
+
+def _strip_userinfo(text: str) -> str:
+    scheme, sep, rest = text.partition("://")
+    if sep and "@" in rest.split("/", 1)[0]:
+        return f"{scheme}://<redacted>@{rest.split('@', 1)[1]}"
+    return text

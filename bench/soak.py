@@ -80,6 +80,7 @@ class Sampler:
             "minute": round((now - self.started) / 60, 2),
             "processes": len(pids),
             "loadgen_rss_mb": round(summed(pids, rss_mb), 1),
+            "rss_mb_by_process": [round(summed([pid], rss_mb), 1) for pid in pids],
             "loadgen_fds": summed(pids, lambda pid: len(os.listdir(f"/proc/{pid}/fd"))),
             "loadgen_threads": summed(pids, lambda pid: len(os.listdir(f"/proc/{pid}/task"))),
             "loadgen_cpu_pct": share[0],

@@ -165,14 +165,14 @@ class _Measurement:
         totals = self.worker.totals
         return max(0, self.subscriptions * totals.sent - totals.received)
 
-    def take(self, *, warmup: bool) -> IntervalStats:
+    def take(self, *, warmup: bool) -> None:
         end_ms = _now_ms()
         stats = self.worker.snapshot(self.interval_start_ms, end_ms, warmup=warmup)
         self.interval_start_ms = end_ms
-        self.intervals.append(packed(stats))
+        kept = packed(stats)  # the one copy: a checkpoint keeping it too keeps this object
+        self.intervals.append(kept)
         if self.options.on_interval is not None:
-            self.options.on_interval(stats, self.backlog())
-        return stats
+            self.options.on_interval(kept, self.backlog())
 
     def run_phase(self, seconds: float, *, warmup: bool) -> None:
         """Snapshot on an absolute tick every stats interval until ``seconds`` have passed."""

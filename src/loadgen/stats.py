@@ -6,8 +6,8 @@ Counts add and histograms merge, so a run's aggregate and a multi-worker interva
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from loadgen import hdr
 
@@ -59,32 +59,6 @@ class IntervalStats:
         """The histogram for ``metric``; an empty one when nothing was recorded."""
         found = self.histograms.get(metric)
         return found if found is not None else hdr.histogram_for(metric)
-
-
-class PackedHistograms(Mapping[str, hdr.Histogram]):
-    """An interval's histograms packed (:func:`loadgen.hdr.pack`), unpacked when read.
-
-    A run keeps every interval for its result and logs; at 1-µs resolution one interval's
-    histograms take ~1 MB at a few thousand msg/s as arrays, ~50 KB packed."""
-
-    def __init__(self, histograms: Mapping[str, hdr.Histogram]) -> None:
-        self._packed = {metric: hdr.pack(h) for metric, h in histograms.items()}
-
-    def __getitem__(self, metric: str) -> hdr.Histogram:
-        return hdr.unpack(metric, self._packed[metric])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._packed)
-
-    def __len__(self) -> int:
-        return len(self._packed)
-
-
-def packed(stats: IntervalStats) -> IntervalStats:
-    """``stats`` with its histograms packed, to be kept for the rest of a run."""
-    if isinstance(stats.histograms, PackedHistograms):
-        return stats
-    return replace(stats, histograms=PackedHistograms(stats.histograms))
 
 
 def measured_intervals(intervals: Iterable[IntervalStats]) -> list[IntervalStats]:

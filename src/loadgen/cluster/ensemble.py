@@ -22,7 +22,8 @@ from loadgen.cluster.clock import ClockOffset, e2e_skew_bound_ns
 from loadgen.cluster.split import Assignment, split
 from loadgen.errors import ConfigError, WorkerError, WorkerLost
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import IntervalStats, merge_all, packed
+from loadgen.spill import Spill
+from loadgen.stats import IntervalStats, merge_all
 from loadgen.worker.local import MIN_RATE, Progress, Totals, await_probes
 from loadgen.worker.plan import Subscription
 
@@ -65,6 +66,7 @@ class Ensemble:
         self.worker_intervals: dict[str, list[IntervalStats]] = {
             client.url: [] for client in self._clients
         }
+        self._spill = Spill()
 
     # -- calling workers ---------------------------------------------------------------------
     def _live(self, clients: Sequence[WorkerClient] | None = None) -> list[WorkerClient]:
@@ -346,7 +348,7 @@ class Ensemble:
         ):
             stats = wire.stats_from_json(answer["stats"])
             self._totals[client.url] = wire.totals_from_json(answer["totals"])
-            self.worker_intervals[client.url].append(packed(stats))
+            self.worker_intervals[client.url].append(self._spill.keep(stats))
             parts.append(stats)
         merged = merge_all(parts) if parts else IntervalStats(start_ms, end_ms)
         return replace(merged, start_ms=start_ms, end_ms=end_ms, warmup=warmup)

@@ -18,7 +18,7 @@ from typing import Any
 
 from loadgen.results.files import write_json_atomic
 from loadgen.results.hlog import write_hlogs
-from loadgen.stats import IntervalStats, packed
+from loadgen.stats import IntervalStats
 
 log = logging.getLogger("loadgen.results")
 
@@ -52,7 +52,7 @@ class Checkpoint:
         """An interval callback that checkpoints, then calls ``then``."""
 
         def on_interval(stats: IntervalStats, backlog: int) -> None:
-            self.intervals.append(packed(stats))
+            self.intervals.append(stats)  # as the run keeps it (spilled), not a copy
             self.write()
             if then is not None:
                 then(stats, backlog)

@@ -25,7 +25,8 @@ from loadgen.scenarios.catch_up import CHECK_S, CatchUpOutcome, CatchUpPlan, bui
 from loadgen.scenarios.outages import OutageWatch, threshold_for
 from loadgen.scenarios.rate_control import RateControl, rate_control_for
 from loadgen.spec import Workload
-from loadgen.stats import IntervalStats, merge_all, packed
+from loadgen.spill import Spill
+from loadgen.stats import IntervalStats, merge_all
 from loadgen.worker.contract import Worker
 from loadgen.worker.local import Totals
 from loadgen.worker.plan import catch_up_subscriptions, consumer_subscriptions, producer_topics
@@ -143,6 +144,7 @@ class _Measurement:
         self.options = options
         self.rate_control = rate_control
         self.intervals: list[IntervalStats] = []
+        self.spill = Spill()
         self.interval_start_ms = _now_ms()
         self.outages: OutageWatch | None = None
         """Set once the load starts; consumer-only runs have nothing to watch."""
@@ -169,7 +171,7 @@ class _Measurement:
         end_ms = _now_ms()
         stats = self.worker.snapshot(self.interval_start_ms, end_ms, warmup=warmup)
         self.interval_start_ms = end_ms
-        kept = packed(stats)  # the one copy: a checkpoint keeping it too keeps this object
+        kept = self.spill.keep(stats)  # the one copy: a checkpoint keeps this object too
         self.intervals.append(kept)
         if self.options.on_interval is not None:
             self.options.on_interval(kept, self.backlog())
@@ -436,7 +438,7 @@ def _finish(
     last = measurement.intervals.pop() if measurement.intervals else None
     drained = worker.snapshot(measurement.interval_start_ms, _now_ms(), warmup=False)
     whole_last = merge_all([last, drained]) if last is not None else drained
-    measurement.intervals.append(packed(whole_last))
+    measurement.intervals.append(measurement.spill.keep(whole_last))
 
 
 def _cut_short(

@@ -1,4 +1,4 @@
-"""loadgen.spill: kept intervals read back exactly, hold no histogram in memory, survive a full disk."""
+"""loadgen.spill: kept intervals read back exactly, hold no histograms, survive a full disk."""
 
 import gc
 import resource
@@ -58,9 +58,7 @@ def test_kept_intervals_cost_memory_for_their_counters_only():
         before = tracemalloc.take_snapshot()
         kept = [spill.keep(stats) for _ in range(100)]
         gc.collect()
-        grown = sum(
-            d.size_diff for d in tracemalloc.take_snapshot().compare_to(before, "filename")
-        )
+        grown = sum(d.size_diff for d in tracemalloc.take_snapshot().compare_to(before, "filename"))
     finally:
         tracemalloc.stop()
     assert len(kept) == 100

@@ -104,11 +104,11 @@ def test_a_disk_that_fills_mid_run_loses_no_interval(tmp_path, caplog):
     spill = Spill(str(tmp_path))
     first = spill.keep(measured(4))
     assert isinstance(first.histograms, SpilledHistograms)
+    originals = [measured(seed) for seed in (5, 6)]
     limits = resource.getrlimit(resource.RLIMIT_FSIZE)
     previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the limit: EFBIG, no signal
-    resource.setrlimit(resource.RLIMIT_FSIZE, (1, limits[1]))  # files cannot grow any more
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1, limits[1]))  # no file can grow: keep only
     try:
-        originals = [measured(seed) for seed in (5, 6)]
         kept = [spill.keep(stats) for stats in originals]
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, limits)

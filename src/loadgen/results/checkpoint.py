@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from loadgen.heap import release_free_memory
 from loadgen.results.files import write_json_atomic
 from loadgen.results.hlog import write_hlogs
 from loadgen.stats import IntervalStats
@@ -68,5 +69,6 @@ class Checkpoint:
             write_hlogs(self.path, self.intervals, self.started_ms)
         except Exception as error:  # a checkpoint that fails must not end the run
             log.warning("writing the checkpoint %s failed: %s", self.path, error)
+        release_free_memory()  # the document just built is garbage now: its heap goes back
         took = self.clock() - began
         self._next_write = began + took / MAX_SHARE

@@ -3,6 +3,7 @@
 import json
 import time
 
+from loadgen.results import checkpoint
 from loadgen.results.checkpoint import Checkpoint
 from loadgen.results.hlog import hlog_path
 from loadgen.stats import IntervalStats
@@ -33,7 +34,10 @@ def test_each_interval_is_written_when_writing_is_cheap(tmp_path):
     assert passed_on == [(number * 1000, number) for number in range(5)]
 
 
-def test_slow_checkpoints_are_skipped_to_stay_under_a_tenth_of_the_time(tmp_path):
+def test_slow_checkpoints_are_skipped_to_stay_under_a_tenth_of_the_time(tmp_path, monkeypatch):
+    # the heap trim after each write counts as checkpoint time too, and in a process with a big
+    # heap (this test suite's) it alone can take ~0.1 s: the builds are what is timed here
+    monkeypatch.setattr(checkpoint, "release_free_memory", lambda: None)
     built = []
 
     def slow_build(so_far):

@@ -7,8 +7,8 @@ Measures the driver alone, without the engine: a loop sending 1 KiB messages unt
 through ``create_producer(topic).send`` (no key, ``poll()`` after every 512 sends, a callback
 that counts acknowledgements), then ``flush``. Side "after" runs this checkout's drivers (or
 those of ``--after DIR``); side
-"before" runs the drivers of the source tree ``DIR`` (e.g. ``git worktree add DIR <commit>``)
-with the 3-argument ``send`` of the driver API before message ids. The sides alternate in fresh
+"before" runs the drivers of the source tree ``DIR`` (e.g. ``git worktree add DIR <commit>``),
+called with the 3-argument ``send`` if they predate message ids. The sides alternate in fresh
 subprocesses against one local broker started here, a fresh 16-partition topic per run; CPU is
 the child process's own user + system time (all threads, the client's included). RabbitMQ
 gets a paused subscription, whose queues the messages fill (deleted after each run). ``--cpu N``
@@ -18,6 +18,7 @@ pins each child to CPU ``N`` before it creates its client (as ``bench/ab.py`` do
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import resource
@@ -59,12 +60,13 @@ def send_loop(
         acked[0] += error is None
 
     send, poll = producer.send, producer.poll
+    carries_ids = len(inspect.signature(send).parameters) == 5  # the API since message ids
     intended = time.time_ns()
     sent = 0
     cpu0, start = cpu_seconds(), time.perf_counter()
     deadline = start + seconds
     while time.perf_counter() < deadline:
-        if side == "after":
+        if carries_ids:
             for index in range(sent, sent + POLL_EVERY):
                 send(None, payload, on_done, index, intended + index)
         else:

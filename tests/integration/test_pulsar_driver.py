@@ -23,7 +23,7 @@ import pulsar
 import pytest
 
 from drivers.pulsar.consumer import partition_of
-from drivers.pulsar.producer import STAMP_PROPERTY
+from drivers.pulsar.stamp import PREFIX_MARK, PREFIXED, STAMP_PROPERTY
 from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec, open_driver
 from loadgen.errors import BrokerUnreachable
 from loadgen.spec.driver_spec import DriverSpec
@@ -83,13 +83,14 @@ def wait_for(condition, timeout_s=10.0):
     return True
 
 
-def send_all(producer, count, key=None):
-    """Send ``count`` numbered payloads (message id = number, intended time = 1000 × number);
-    return the error (or None) of each."""
+def send_all(producer, count, key=None, size=0):
+    """Send ``count`` numbered payloads (message id = number, intended time = 1000 × number),
+    dots then the number, ``size`` bytes at least; return the error (or None) of each."""
     outcomes = []
     for index in range(count):
         key_ = key(index) if key else None
-        producer.send(key_, b"%d" % index, lambda e, *_: outcomes.append(e), index, 1000 * index)
+        payload = (b"%d" % index).rjust(size, b".")
+        producer.send(key_, payload, lambda e, *_: outcomes.append(e), index, 1000 * index)
     assert producer.flush(30) == 0
     return outcomes
 
@@ -105,15 +106,37 @@ def read_back(broker, topic, count):
     return messages
 
 
-def test_send_time_id_and_intended_time_travel_in_one_property(driver, flat_broker, topic):
+def test_a_short_payload_carries_send_time_id_and_intended_time_in_one_property(
+    driver, flat_broker, topic
+):
     producer = driver(flat_broker).create_producer(topic)
     before = time.time_ns()
-    assert send_all(producer, 3) == [None] * 3
+    assert send_all(producer, 3, size=PREFIXED.size - 1) == [None] * 3
     messages = read_back(flat_broker, topic, 3)
     assert all(list(m.properties()) == [STAMP_PROPERTY] for m in messages)
+    assert all(m.data().startswith(b".") and len(m.data()) == PREFIXED.size - 1 for m in messages)
     stamps = [STAMP.unpack(b64decode(m.properties()[STAMP_PROPERTY])) for m in messages]
     assert all(before <= sent <= time.time_ns() for sent, _, _ in stamps)
     assert sorted((i, intended) for _, i, intended in stamps) == [(0, 0), (1, 1000), (2, 2000)]
+
+
+def test_a_longer_payload_carries_them_in_its_first_32_bytes_and_keeps_its_size(
+    driver, flat_broker, topic
+):
+    producer = driver(flat_broker).create_producer(topic)
+    before = time.time_ns()
+    payload = bytes(range(256)) * 4
+    for index in range(3):
+        producer.send(None, payload, lambda *_: None, index, 1000 * index)
+    assert producer.flush(30) == 0
+    messages = read_back(flat_broker, topic, 3)
+    assert all(m.properties() == {} for m in messages)
+    assert all(m.data()[PREFIXED.size :] == payload[PREFIXED.size :] for m in messages)
+    assert all(len(m.data()) == len(payload) for m in messages)
+    prefixes = [PREFIXED.unpack_from(m.data()) for m in messages]
+    assert {mark for mark, *_ in prefixes} == {PREFIX_MARK}
+    assert all(before <= sent <= time.time_ns() for _, sent, _, _ in prefixes)
+    assert sorted((i, intended) for _, _, i, intended in prefixes) == [(0, 0), (1, 1000), (2, 2000)]
 
 
 SHARED = {"subscriptionType": "Shared"}
@@ -130,29 +153,35 @@ class Inbox:
         return len(self.stamps)
 
 
+def number(payload):
+    """The number :func:`send_all` put at the end of ``payload``."""
+    return int(payload.rsplit(b".", 1)[-1])
+
+
+@pytest.mark.parametrize("size", [0, 64], ids=["in-a-property", "in-the-payload"])
 def test_each_message_comes_back_with_its_id_intended_time_and_partition(
-    driver, pulsar_broker, topic
+    driver, pulsar_broker, topic, size
 ):
     pulsar_driver = driver(pulsar_broker, consumer=SHARED)  # exact counts: see the module doc
     inbox = Inbox()
     pulsar_driver.create_consumer(topic, "sub", inbox)
     producer = pulsar_driver.create_producer(topic)
     keys = [b"key-%d" % (i % 40) if i % 3 else None for i in range(3000)]
-    assert send_all(producer, 3000, key=keys.__getitem__) == [None] * 3000
+    assert send_all(producer, 3000, key=keys.__getitem__, size=size) == [None] * 3000
     producer.send(None, b"probe", lambda *_: None, NO_MESSAGE_ID, NO_SEND_TIME_NS)
     assert producer.flush(10) == 0
     assert wait_for(lambda: len(inbox) >= 3001, timeout_s=30)
     got = {payload: stamp for payload, *stamp in inbox.stamps}
     assert len(got) == len(inbox) == 3001
     assert got.pop(b"probe")[1:3] == [NO_MESSAGE_ID, NO_SEND_TIME_NS]
-    assert {int(p): (i, intended) for p, (_, i, intended, _) in got.items()} == {
+    assert {number(p): (i, intended) for p, (_, i, intended, _) in got.items()} == {
         i: (i, 1000 * i) for i in range(3000)
     }
     assert {stamp[3] for stamp in got.values()} <= set(range(16))
     partitions_of_key = {}
     for payload, (_, _, _, partition) in got.items():
-        if keys[int(payload)] is not None:
-            partitions_of_key.setdefault(keys[int(payload)], set()).add(partition)
+        if keys[number(payload)] is not None:
+            partitions_of_key.setdefault(keys[number(payload)], set()).add(partition)
     assert len(partitions_of_key) == 40
     assert all(len(partitions) == 1 for partitions in partitions_of_key.values())
     assert len(set().union(*partitions_of_key.values())) > 1  # keys spread over partitions
@@ -186,6 +215,7 @@ def test_an_older_loadgens_messages_arrive_without_id_and_foreign_ones_are_skipp
     raw.send(b"foreign")
     raw.send(b"malformed", properties={STAMP_PROPERTY: "AAAA"})  # base64 of 3 bytes, not 24
     raw.send(b"not base64", properties={STAMP_PROPERTY: "1763900000123456789 1 2"})
+    raw.send(PREFIX_MARK + bytes(PREFIXED.size - len(PREFIX_MARK) - 1))  # a byte short
     raw.send(b"last", properties={"lg-send-ns": str(sent_ns)})
     client.close()
     assert wait_for(lambda: len(inbox) >= 2)
@@ -193,7 +223,7 @@ def test_an_older_loadgens_messages_arrive_without_id_and_foreign_ones_are_skipp
     assert sorted(inbox.stamps) == [
         (payload, sent_ns, NO_MESSAGE_ID, NO_SEND_TIME_NS, 0) for payload in (b"last", b"old")
     ]
-    assert consumer.foreign_messages == 3
+    assert consumer.foreign_messages == 4
     assert consumer.errors == 0
 
 

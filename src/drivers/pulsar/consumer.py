@@ -9,34 +9,28 @@ groups acks and sends them every 100 ms, cumulative ones per partition. ``pause`
 listener: the receiver queues fill and the broker stops dispatching (OMB blocks the listener
 thread instead).
 
-The send time, message id and intended time come from the ``lg-stamp`` property
-(:mod:`.producer`); a message with only an older loadgen's ``lg-send-ns`` property gets
-:data:`~loadgen.driver.NO_MESSAGE_ID`, one with neither is skipped (counted, logged once). The
+The send time, message id and intended time come from the payload's prefix or the ``lg-stamp``
+property (:mod:`.stamp`); a message with only an older loadgen's ``lg-send-ns`` property gets
+:data:`~loadgen.driver.NO_MESSAGE_ID`, one with none of them is skipped (counted, logged once). The
 partition index is read from the suffix of the partition's topic name (``…-partition-3``),
 parsed once per partition and cached; a non-partitioned topic is its own only partition, 0.
 """
 
 from __future__ import annotations
 
-import binascii
 import contextlib
 import logging
-import struct
 from collections.abc import Callable
 
 from drivers.pulsar.client import pulsar
-from drivers.pulsar.producer import STAMP_PROPERTY
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, OnMessage
+from drivers.pulsar.stamp import OLD_TIMESTAMP_PROPERTY, STAMP_PROPERTY, read_stamp
+from loadgen.driver import OnMessage
 
 log = logging.getLogger("loadgen.pulsar")
 
 Acknowledge = Callable[[pulsar.Consumer, pulsar.Message], None]
 
-OLD_TIMESTAMP_PROPERTY = "lg-send-ns"
-"""An older loadgen's property: the send time alone, epoch ns in decimal."""
 PARTITION_SUFFIX = "-partition-"
-unpack_stamp = STAMP.unpack
-a2b_base64 = binascii.a2b_base64
 
 
 def partition_of(topic_name: str) -> int:
@@ -44,14 +38,6 @@ def partition_of(topic_name: str) -> int:
     non-partitioned topic."""
     _, suffix, index = topic_name.rpartition(PARTITION_SUFFIX)
     return int(index) if suffix and index.isdecimal() else 0
-
-
-def older_stamp(properties: dict[str, str]) -> tuple[int, int, int]:
-    """An older loadgen's send time, with no id or intended time; ``ValueError`` if none."""
-    sent_ns = properties.get(OLD_TIMESTAMP_PROPERTY)
-    if sent_ns is None:
-        raise ValueError("no loadgen property")
-    return int(sent_ns), NO_MESSAGE_ID, NO_SEND_TIME_NS
 
 
 class PulsarConsumer:
@@ -78,21 +64,17 @@ class PulsarConsumer:
     def _listen(self, consumer: pulsar.Consumer, message: pulsar.Message) -> None:
         """Called by the client per message; an exception must not reach the C++ side."""
         try:
-            properties = message.properties()
+            data = message.data()
             try:
-                stamp = properties.get(STAMP_PROPERTY)
-                if stamp is None:
-                    sent_ns, message_id, intended_ns = older_stamp(properties)
-                else:
-                    sent_ns, message_id, intended_ns = unpack_stamp(a2b_base64(stamp))
-            except (ValueError, struct.error):  # binascii.Error is a ValueError
+                sent_ns, message_id, intended_ns = read_stamp(data, message.properties)
+            except ValueError:  # binascii.Error is a ValueError
                 self._on_foreign()
             else:
                 topic = message.topic_name()
                 partition = self._partitions.get(topic)
                 if partition is None:
                     partition = self._partitions[topic] = partition_of(topic)
-                self._on_message(message.data(), sent_ns, message_id, intended_ns, partition)
+                self._on_message(data, sent_ns, message_id, intended_ns, partition)
             self._ack(consumer, message)
         except Exception as error:
             self._on_error(error)
@@ -101,7 +83,8 @@ class PulsarConsumer:
         self.foreign_messages += 1
         if self.foreign_messages == 1:
             log.warning(
-                "skipping messages without a well-formed %s or %s property (not sent by loadgen)",
+                "skipping messages without loadgen's payload prefix or a well-formed %s or %s "
+                "property (not sent by loadgen)",
                 STAMP_PROPERTY,
                 OLD_TIMESTAMP_PROPERTY,
             )

@@ -1,7 +1,8 @@
-"""A Pulsar producer: ``send_async`` with the send time, message id and intended time in a property.
+"""A Pulsar producer: ``send_async`` with the send time, message id and intended time stamped in.
 
-The C++ client calls back from its I/O thread with ``(result, message_id)``; a bound
-``partial`` per message turns that into the engine's ``on_done(error)``. Messages are built
+They travel in the payload's first 32 bytes, or in a property for a shorter payload
+(:mod:`.stamp`). The C++ client calls back from its I/O thread with ``(result, message_id)``; a
+bound ``partial`` per message turns that into the engine's ``on_done(error)``. Messages are built
 with the client's own ``MessageBuilder`` and handed to the native producer: the public
 ``send_async`` re-checks ten optional arguments' types and runs the bytes schema per message,
 0.8 µs of the ~19 µs a message costs the client here (bench/RESULTS.md). With
@@ -18,21 +19,19 @@ from functools import partial
 from time import time_ns
 
 from drivers.pulsar.client import pulsar
+from drivers.pulsar.stamp import PREFIX_MARK, PREFIXED, STAMP_PROPERTY
 from loadgen.driver import STAMP, CallbackAcks, OnDone
 from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.pulsar")
 
-STAMP_PROPERTY = "lg-stamp"
-"""Carries :data:`loadgen.driver.STAMP` in base64, 32 characters (properties are
-strings). Any value longer than the send time alone cost the client ~10 % more CPU per message
-here, whatever its form (bench/RESULTS.md: decimal, base64, two properties), for a reason not
-established; base64 is the cheapest of them to build and to parse in Python."""
 CLOSE_TIMEOUT_S = 5.0
 OK = pulsar.Result.Ok.value
 """Compared by ``.value``: ``==`` on the client's enum costs 0.6 µs, on the I/O thread, per ack."""
 MessageBuilder = pulsar._pulsar.MessageBuilder
 pack_stamp = STAMP.pack
+pack_prefixed = PREFIXED.pack
+PREFIX_BYTES = PREFIXED.size
 
 
 class SendFailed(DriverError):
@@ -50,9 +49,13 @@ class PulsarProducer(CallbackAcks):
         self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
     ) -> None:
         self.sent += 1
-        message = MessageBuilder().content(payload)
-        stamp = b2a_base64(pack_stamp(time_ns(), message_id, intended_ns), newline=False)
-        message.property(STAMP_PROPERTY, stamp.decode())
+        if len(payload) >= PREFIX_BYTES:
+            stamped = pack_prefixed(PREFIX_MARK, time_ns(), message_id, intended_ns)
+            message = MessageBuilder().content(stamped + payload[PREFIX_BYTES:])
+        else:
+            message = MessageBuilder().content(payload)
+            stamp = b2a_base64(pack_stamp(time_ns(), message_id, intended_ns), newline=False)
+            message.property(STAMP_PROPERTY, stamp.decode())
         if key is not None:
             message.partition_key(key.decode("latin-1"))
         try:

@@ -82,32 +82,20 @@ class Layout:
 
 @cache
 def layout(metric: str) -> Layout:
-    """The geometry of ``metric``'s histograms (values 1 µs to its highest), by HdrHistogram's
-    definitions. Computed, not read off a histogram: constructing one allocates its counts
-    array, ~9 ms each, which the first interval of every run used to pay under the GIL."""
     try:
         highest = HIGHEST_TRACKABLE_US[metric]
     except KeyError:
         raise ValueError(
             f"unknown metric {metric!r}; known: {sorted(HIGHEST_TRACKABLE_US)}"
         ) from None
-    unit_magnitude = 0  # floor(log2(lowest trackable value)), which is 1
-    single_unit_resolution_below = 2 * 10**SIGNIFICANT_DIGITS
-    sub_bucket_count_magnitude = (single_unit_resolution_below - 1).bit_length()  # ceil(log2)
-    half_count_magnitude = max(sub_bucket_count_magnitude - 1, 0)
-    sub_bucket_count = 1 << (half_count_magnitude + 1)
-    buckets = 1
-    smallest_untrackable = sub_bucket_count << unit_magnitude
-    while smallest_untrackable <= highest:
-        smallest_untrackable <<= 1
-        buckets += 1
+    template = HdrHistogram(1, highest, SIGNIFICANT_DIGITS)
     return Layout(
         highest=highest,
-        unit_magnitude=unit_magnitude,
-        sub_bucket_half_count_magnitude=half_count_magnitude,
-        sub_bucket_half_count=sub_bucket_count // 2,
-        sub_bucket_mask=(sub_bucket_count - 1) << unit_magnitude,
-        counts_len=(buckets + 1) * (sub_bucket_count // 2),
+        unit_magnitude=template.unit_magnitude,
+        sub_bucket_half_count_magnitude=template.sub_bucket_half_count_magnitude,
+        sub_bucket_half_count=template.sub_bucket_half_count,
+        sub_bucket_mask=template.sub_bucket_mask,
+        counts_len=template.counts_len,
     )
 
 

@@ -171,34 +171,3 @@ def test_encoding_and_decoding_free_their_dense_arrays_without_the_garbage_colle
         gc.enable()
     assert current < 1_000_000  # bytes still held after 40 dense histograms
     assert peak > 2_000_000  # the dense arrays were allocated, and freed
-
-
-@pytest.mark.parametrize("metric", sorted(hdr.HIGHEST_TRACKABLE_US))
-def test_the_computed_layout_is_hdrhistograms_own(metric):
-    template = HdrHistogram(1, hdr.HIGHEST_TRACKABLE_US[metric], hdr.SIGNIFICANT_DIGITS)
-    geometry = hdr.layout(metric)
-    assert (
-        geometry.unit_magnitude,
-        geometry.sub_bucket_half_count_magnitude,
-        geometry.sub_bucket_half_count,
-        geometry.sub_bucket_mask,
-        geometry.counts_len,
-    ) == (
-        template.unit_magnitude,
-        template.sub_bucket_half_count_magnitude,
-        template.sub_bucket_half_count,
-        template.sub_bucket_mask,
-        template.counts_len,
-    )
-
-
-def test_a_layout_is_computed_without_building_a_histogram():
-    hdr.layout.cache_clear()
-    tracemalloc.start()
-    try:
-        for metric in hdr.HIGHEST_TRACKABLE_US:
-            hdr.layout(metric)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 100_000  # a publish histogram's counts array alone is ~10 MB

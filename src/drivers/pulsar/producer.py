@@ -44,6 +44,8 @@ class PulsarProducer(CallbackAcks):
         super().__init__()
         self._producer = producer
         self._send_async = producer._producer.send_async  # the native one, see the module doc
+        self._completed = self._complete  # bound once: a bound method per message is one more
+        # object for the garbage collector to walk while the message is in flight
 
     def send(
         self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
@@ -59,7 +61,7 @@ class PulsarProducer(CallbackAcks):
         if key is not None:
             message.partition_key(key.decode("latin-1"))
         try:
-            self._send_async(message.build(), partial(self._complete, on_done))
+            self._send_async(message.build(), partial(self._completed, on_done))
         except pulsar.PulsarException as error:
             self.completed += 1
             on_done(SendFailed(error))

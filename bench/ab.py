@@ -1,8 +1,9 @@
 """A/B machinery the producer-vs-bare benchmarks share.
 
 Each side runs in a fresh subprocess (``python <bench script> --child SIDE ARGS_JSON``) and
-prints one JSON line: messages acknowledged, wall seconds, and the CPU time of its own process
-(utime + stime via getrusage, all threads). The parent alternates the sides round by round and
+prints one JSON line: messages acknowledged, wall seconds, the CPU time of its own process
+(utime + stime via getrusage, all threads) and the wall time it spent in garbage collections
+since it started (``gc.callbacks``; imports included, a few ms). The parent alternates the sides round by round and
 prints per-round rows, medians, and loadgen/bare ratios of throughput and CPU per message.
 ``--cpu N`` pins each child to CPU ``N`` before either side creates its client (through
 :func:`loadgen.cpus.pin`, what ``loadgen run --cpus`` does); brokers are never pinned.
@@ -11,6 +12,7 @@ prints per-round rows, medians, and loadgen/bare ratios of throughput and CPU pe
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import statistics
@@ -33,8 +35,31 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+class CollectionTime:
+    """Wall time the process spent in garbage collections (all generations) since it started."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._began = 0.0
+        gc.callbacks.append(self._on_collection)
+
+    def _on_collection(self, phase: str, _info: dict) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._began
+
+
+collection_time = CollectionTime()
+
+
 def measured(acked: int, start: float, cpu0: float) -> dict:
-    return {"acked": acked, "seconds": time.perf_counter() - start, "cpu": cpu_seconds() - cpu0}
+    return {
+        "acked": acked,
+        "seconds": time.perf_counter() - start,
+        "cpu": cpu_seconds() - cpu0,
+        "gc": collection_time.seconds,
+    }
 
 
 def engine(spec: DriverSpec, topic: TopicSpec, seconds: float, size: int) -> dict:
@@ -121,7 +146,8 @@ def alternate(
 def print_row(round_number: int, side: str, row: dict) -> None:
     print(
         f"round {round_number + 1} {side:8} {row['rate']:>10,.0f} msg/s  "
-        f"{row['cpu_us_per_msg']:6.2f} µs CPU/msg  ({row['acked']:,} acked)",
+        f"{row['cpu_us_per_msg']:6.2f} µs CPU/msg  ({row['acked']:,} acked, "
+        f"{row['gc'] * 1000:.0f} ms in GC over the process's life)",
         flush=True,
     )
 

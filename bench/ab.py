@@ -3,8 +3,9 @@
 Each side runs in a fresh subprocess (``python <bench script> --child SIDE ARGS_JSON``) and
 prints one JSON line: messages acknowledged, wall seconds, the CPU time of its own process
 (utime + stime via getrusage, all threads) and the wall time it spent in garbage collections
-since it started (``gc.callbacks``; imports included, a few ms). The parent alternates the sides round by round and
-prints per-round rows, medians, and loadgen/bare ratios of throughput and CPU per message.
+since it started (``gc.callbacks``; imports included, a few ms). The parent alternates the
+sides round by round and prints per-round rows, medians, and loadgen/bare ratios of
+throughput and CPU per message.
 ``--cpu N`` pins each child to CPU ``N`` before either side creates its client (through
 :func:`loadgen.cpus.pin`, what ``loadgen run --cpus`` does); brokers are never pinned.
 """

@@ -46,14 +46,9 @@ PRODUCER = {
 }
 
 
-def bare(url: str, topic: str, seconds: float, size: int, latency: bool = False) -> dict:
-    """The loop pulsar-client's docs teach: send_async with a callback, queue full blocks.
-
-    ``latency``: the same loop measuring what loadgen measures, publish latency per message,
-    which takes a callback bound per message to its send time (as any latency tool needs).
-    """
-    client = pulsar.Client(url, io_threads=1, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
-    producer = client.create_producer(
+def bare_producer(client: pulsar.Client, topic: str) -> pulsar.Producer:
+    """A producer with :data:`PRODUCER`'s settings, as the client's own arguments."""
+    return client.create_producer(
         f"persistent://public/default/{topic}",
         batching_enabled=True,
         batching_max_publish_delay_ms=1,
@@ -63,6 +58,16 @@ def bare(url: str, topic: str, seconds: float, size: int, latency: bool = False)
         max_pending_messages=PENDING,
         send_timeout_millis=0,
     )
+
+
+def bare(url: str, topic: str, seconds: float, size: int, latency: bool = False) -> dict:
+    """The loop pulsar-client's docs teach: send_async with a callback, queue full blocks.
+
+    ``latency``: the same loop measuring what loadgen measures, publish latency per message,
+    which takes a callback bound per message to its send time (as any latency tool needs).
+    """
+    client = pulsar.Client(url, io_threads=1, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    producer = bare_producer(client, topic)
     payload = bytes(size)
     acked = [0]
     latencies = array("q")

@@ -26,7 +26,7 @@ from ab import cpu_seconds
 from drivers.pulsar.stamp import PREFIX_MARK, PREFIXED, STAMP_PROPERTY
 from loadgen.cpus import pin, usable_cpus
 from loadgen.driver import STAMP
-from pulsar_producer_vs_bare import PENDING
+from pulsar_producer_vs_bare import bare_producer
 
 MessageBuilder = pulsar._pulsar.MessageBuilder
 Build = Callable[[bytes, int, int], object]
@@ -61,16 +61,7 @@ CARRIERS: dict[str, Build] = {
 
 def run(client: pulsar.Client, build: Build, seconds: float) -> float:
     """CPU µs per acknowledged message of ``seconds`` of unthrottled sending."""
-    producer = client.create_producer(
-        f"persistent://public/default/carrier-{uuid.uuid4().hex[:8]}",
-        batching_enabled=True,
-        batching_max_publish_delay_ms=1,
-        batching_max_allowed_size_in_bytes=131072,
-        batching_max_messages=2**31 - 1,
-        block_if_queue_full=True,
-        max_pending_messages=PENDING,
-        send_timeout_millis=0,
-    )
+    producer = bare_producer(client, f"carrier-{uuid.uuid4().hex[:8]}")
     send_async = producer._producer.send_async
     ok = pulsar.Result.Ok.value
     acked = [0]

@@ -10,9 +10,10 @@ Why two places: a property costs the client far more than bytes in the payload. 
 is a Python-to-C++ call with two string conversions, an entry in the message's metadata map and
 a key/value pair serialized into the batch, and on the consumer a dict built from the metadata
 map. Measured on the producer, pinned: building a 1 KiB message with the property takes 2.0 µs,
-with the prefix 1.6 µs; the whole client, I/O thread included, ~7 % less CPU per message
-(bench/RESULTS.md). What the prefix costs: loadgen overwrites the first 32 bytes of the payload
-it was given, which matters to anyone who reads the messages with their own tools.
+with the prefix 1.6 µs; the whole client, I/O thread included, ~11 % less CPU per message
+(bench/RESULTS.md, ``bench/pulsar_stamp_carriers.py``). What the prefix costs: loadgen
+overwrites the first 32 bytes of the payload it was given, which matters to anyone who reads
+the messages with their own tools.
 
 Messages of an older loadgen carry the ``lg-stamp`` property whatever their size, or only
 ``lg-send-ns`` (the send time in decimal, no id or intended time); both are still read.

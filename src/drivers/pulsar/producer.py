@@ -44,7 +44,7 @@ class PulsarProducer(CallbackAcks):
         super().__init__()
         self._producer = producer
         self._send_async = producer._producer.send_async  # the native one, see the module doc
-        self._completed = self._complete  # bound once: a bound method per message is one more
+        self._on_sent = self._complete  # bound once: a bound method per message is one more
         # object for the garbage collector to walk while the message is in flight
 
     def send(
@@ -61,7 +61,7 @@ class PulsarProducer(CallbackAcks):
         if key is not None:
             message.partition_key(key.decode("latin-1"))
         try:
-            self._send_async(message.build(), partial(self._completed, on_done))
+            self._send_async(message.build(), partial(self._on_sent, on_done))
         except pulsar.PulsarException as error:
             self.completed += 1
             on_done(SendFailed(error))

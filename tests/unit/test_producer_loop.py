@@ -1,11 +1,13 @@
 import gc
 import time
 
+import pytest
+
 from drivers.memory import Driver
 from loadgen.driver import TopicSpec
 from loadgen.recorder import ProducerRecorder
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.worker.producer_loop import ProducerLoop
+from loadgen.worker.producer_loop import YOUNG_GENERATION, ProducerLoop, collector_set_for_load
 
 
 def run_loop(rate, seconds, keys=None, producers=2):
@@ -99,13 +101,32 @@ def test_the_loop_waits_inside_poll_so_acks_are_timed_when_they_arrive():
     assert 300_000 <= median < 700_000
 
 
-def test_the_heap_is_frozen_while_the_loop_sends_and_thawed_after_it_stops():
+def test_the_collector_is_set_for_the_load_while_the_loop_sends_and_reset_after_it_stops():
     driver = Driver.from_config(DriverSpec(name="mem", kind="memory"))
     driver.create_topics([TopicSpec("t", 1)])
     loop = ProducerLoop([driver.create_producer("t")], [b"x"], None, 1000, ProducerRecorder(), [0])
+    before = gc.get_threshold()
     assert gc.get_freeze_count() == 0
     loop.start()
     time.sleep(0.1)
     assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == (YOUNG_GENERATION, *before[1:])
     loop.stop()
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
+
+
+@pytest.mark.parametrize(
+    ("young", "while_sending"),
+    [(700, YOUNG_GENERATION), (0, 0), (YOUNG_GENERATION * 2, YOUNG_GENERATION * 2)],
+    ids=["default-raised", "collector-off-stays-off", "higher-kept"],
+)
+def test_the_young_threshold_is_only_ever_raised(young, while_sending):
+    before = gc.get_threshold()
+    gc.set_threshold(young, 11, 12)
+    try:
+        with collector_set_for_load():
+            assert gc.get_threshold() == (while_sending, 11, 12)
+        assert gc.get_threshold() == (young, 11, 12)
+    finally:
+        gc.set_threshold(*before)

@@ -1,8 +1,10 @@
-"""How a worker's snapshot counts deliveries: skewed clocks, and messages without a send time."""
+"""How a worker's snapshot counts deliveries (skewed clocks, messages without a send time), and
+what the worker prepares for it."""
 
 import time
 
 from drivers.memory import Driver
+from loadgen import hdr
 from loadgen.driver import NO_SEND_TIME_NS
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import END_TO_END, END_TO_END_FROM_INTENDED
@@ -25,3 +27,9 @@ def test_unstamped_messages_count_as_received_but_neither_as_latency_nor_as_skew
     assert stats.negative_e2e == 1
     assert stats.histogram(END_TO_END).total == 1
     assert stats.histogram(END_TO_END_FROM_INTENDED).total == 1
+
+
+def test_histogram_layouts_are_built_with_the_worker_not_in_its_first_snapshot():
+    hdr.layout.cache_clear()
+    LocalWorker(Driver.from_config(DriverSpec(name="mem", kind="memory")))
+    assert hdr.layout.cache_info().currsize == len(hdr.HIGHEST_TRACKABLE_US)

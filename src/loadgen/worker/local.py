@@ -94,6 +94,7 @@ class LocalWorker:
     """Creates the load on one driver in this process and measures it."""
 
     def __init__(self, driver: Driver) -> None:
+        hdr.prepare_layouts()  # in set-up, not in the first snapshot of the load
         self.driver = driver
         self.topics: list[str] = []
         self._owns_topics = False

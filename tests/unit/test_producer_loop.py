@@ -130,3 +130,15 @@ def test_the_young_threshold_is_only_ever_raised(young, while_sending):
         assert gc.get_threshold() == (young, 11, 12)
     finally:
         gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize("first_to_stop", [0, 1])
+def test_two_loops_that_overlap_leave_the_thresholds_as_they_found_them(first_to_stop):
+    before = gc.get_threshold()
+    loads = [collector_set_for_load(), collector_set_for_load()]
+    for load in loads:
+        load.__enter__()
+    assert gc.get_threshold()[0] == YOUNG_GENERATION
+    loads[first_to_stop].__exit__(None, None, None)
+    loads[1 - first_to_stop].__exit__(None, None, None)
+    assert gc.get_threshold() == before

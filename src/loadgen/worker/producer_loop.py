@@ -60,16 +60,21 @@ a growing backlog of callbacks) reaches it; its collection then takes a few mill
 def collector_set_for_load() -> Iterator[None]:
     """Freeze the heap built so far and raise the young threshold; both undone on exit.
 
-    A collector switched off (threshold 0) stays off; a higher threshold is kept.
+    A collector switched off (threshold 0) stays off; a higher threshold is kept. The thresholds
+    are put back only if still as set here: two loops in one process may stop in either order,
+    and the second must not restore the raised value the first left it.
     """
     thresholds = gc.get_threshold()
+    raised = (
+        (max(thresholds[0], YOUNG_GENERATION), *thresholds[1:]) if thresholds[0] else thresholds
+    )
     gc.freeze()
-    if thresholds[0]:
-        gc.set_threshold(max(thresholds[0], YOUNG_GENERATION), *thresholds[1:])
+    gc.set_threshold(*raised)
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
+        if gc.get_threshold() == raised:
+            gc.set_threshold(*thresholds)
         gc.unfreeze()
 
 

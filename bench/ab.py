@@ -68,6 +68,14 @@ def engine(spec: DriverSpec, topic: TopicSpec, seconds: float, size: int) -> dic
     worker = LocalWorker(open_driver(spec))
     worker.driver.create_topics([topic])  # idempotent: the parent already made it
     worker.create_producers([topic.name])
+    result = load_for(worker, seconds, size)
+    worker.close(delete_topics=False)
+    return result
+
+
+def load_for(worker: LocalWorker, seconds: float, size: int) -> dict:
+    """Run ``worker``'s producers unthrottled for ``seconds``, a snapshot each second; measured
+    up to the last acknowledgement."""
     cpu0, start = cpu_seconds(), time.perf_counter()
     worker.start_load(10_000_000, [bytes(size)], "NO_KEY")
     acked = 0
@@ -76,9 +84,7 @@ def engine(spec: DriverSpec, topic: TopicSpec, seconds: float, size: int) -> dic
         acked += worker.snapshot(0, 0, warmup=False).sent
     worker.stop_load(30)
     acked += worker.snapshot(0, 0, warmup=False).sent
-    result = measured(acked, start, cpu0)
-    worker.close(delete_topics=False)
-    return result
+    return measured(acked, start, cpu0)
 
 
 def child_main(sides: dict[str, Callable[..., dict]]) -> bool:

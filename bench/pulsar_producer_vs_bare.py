@@ -49,7 +49,7 @@ PRODUCER = {
 def bare_producer(client: pulsar.Client, topic: str) -> pulsar.Producer:
     """A producer with :data:`PRODUCER`'s settings, as the client's own arguments."""
     return client.create_producer(
-        f"persistent://public/default/{topic}",
+        full_name(topic),
         batching_enabled=True,
         batching_max_publish_delay_ms=1,
         batching_max_allowed_size_in_bytes=131072,
@@ -61,13 +61,19 @@ def bare_producer(client: pulsar.Client, topic: str) -> pulsar.Producer:
 
 
 def bare(url: str, topic: str, seconds: float, size: int, latency: bool = False) -> dict:
-    """The loop pulsar-client's docs teach: send_async with a callback, queue full blocks.
+    """The loop pulsar-client's docs teach (:func:`bare_loop`) on a client of its own."""
+    client = pulsar.Client(url, io_threads=1, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    result = bare_loop(bare_producer(client, topic), seconds, size, latency)
+    client.close()
+    return result
+
+
+def bare_loop(producer: pulsar.Producer, seconds: float, size: int, latency: bool) -> dict:
+    """send_async with a callback, queue full blocks, for ``seconds``; measured up to the flush.
 
     ``latency``: the same loop measuring what loadgen measures, publish latency per message,
     which takes a callback bound per message to its send time (as any latency tool needs).
     """
-    client = pulsar.Client(url, io_threads=1, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
-    producer = bare_producer(client, topic)
     payload = bytes(size)
     acked = [0]
     latencies = array("q")
@@ -87,18 +93,22 @@ def bare(url: str, topic: str, seconds: float, size: int, latency: bool = False)
             callback = partial(on_sent_timed, perf_counter_ns()) if latency else on_sent
             producer.send_async(payload, callback, properties=properties)
     producer.flush()
-    result = ab.measured(acked[0] + len(latencies), start, cpu0)
-    client.close()
-    return result
+    return ab.measured(acked[0] + len(latencies), start, cpu0)
 
 
 def engine(url: str, topic: str, seconds: float, size: int, latency: bool = False) -> dict:
     """loadgen's side; ``latency`` only selects the bare loop it is compared with."""
+    return ab.engine(driver_spec(url), TopicSpec(full_name(topic), PARTITIONS), seconds, size)
+
+
+def driver_spec(url: str) -> DriverSpec:
+    """loadgen's Pulsar driver with :data:`PRODUCER`'s settings."""
     config = {"client": {"serviceUrl": url, "ioThreads": 1}, "producer": PRODUCER}
-    spec = DriverSpec(name="Pulsar", kind="pulsar", config=config)
-    return ab.engine(
-        spec, TopicSpec(f"persistent://public/default/{topic}", PARTITIONS), seconds, size
-    )
+    return DriverSpec(name="Pulsar", kind="pulsar", config=config)
+
+
+def full_name(topic: str) -> str:
+    return f"persistent://public/default/{topic}"
 
 
 def saturate(url: str, broker_pid: int, processes: int, seconds: float, size: int) -> dict:

@@ -16,6 +16,7 @@ per interval per metric for a whole run would not fit; the sparse form is a few 
 
 from __future__ import annotations
 
+import gc
 import math
 import struct
 import zlib
@@ -144,9 +145,18 @@ def _from_indices(metric: str, indices: np.ndarray) -> Histogram:
 def prepare_layouts() -> None:
     """Build every metric's layout now, once per process (60–150 ms of CPU: hdrh allocates a
     counts array per template). Left to the first snapshot, that time is taken under the GIL
-    while the producer loop should be sending."""
+    while the producer loop should be sending.
+
+    An hdrh histogram sits in a reference cycle, so its template outlives :func:`layout` until
+    a collection; one runs here. Otherwise the producer loop's ``gc.freeze`` keeps the
+    templates (~115 MB) for the whole run, and glibc, which raises its mmap threshold only when
+    such big blocks are freed, then serves every snapshot's numpy temporaries by mmap: measured,
+    later snapshots cost twice as much (bench/RESULTS.md, "Snapshot cost")."""
+    built_before = layout.cache_info().currsize
     for metric in HIGHEST_TRACKABLE_US:
         layout(metric)
+    if layout.cache_info().currsize > built_before:
+        gc.collect()
 
 
 def histogram_for(metric: str) -> Histogram:

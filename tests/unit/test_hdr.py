@@ -171,3 +171,15 @@ def test_encoding_and_decoding_free_their_dense_arrays_without_the_garbage_colle
         gc.enable()
     assert current < 1_000_000  # bytes still held after 40 dense histograms
     assert peak > 2_000_000  # the dense arrays were allocated, and freed
+
+
+def test_preparing_the_layouts_leaves_no_template_for_the_loop_to_freeze():
+    def templates_alive() -> int:
+        return sum(isinstance(obj, HdrHistogram) for obj in gc.get_objects())
+
+    hdr.layout.cache_clear()
+    gc.collect()  # other tests' histograms, garbage in cycles too
+    before = templates_alive()
+    hdr.prepare_layouts()
+    assert hdr.layout.cache_info().currsize == len(hdr.HIGHEST_TRACKABLE_US)
+    assert templates_alive() == before

@@ -3,7 +3,8 @@
 Each side runs in a fresh subprocess (``python <bench script> --child SIDE ARGS_JSON``) and
 prints one JSON line: messages acknowledged, wall seconds, the CPU time of its own process
 (utime + stime via getrusage, all threads) and the wall time it spent in garbage collections
-since it started (``gc.callbacks``; imports included, a few ms). The parent alternates the
+since ``ab`` was imported, with how many collections ran and what they freed
+(``gc.callbacks``). The parent alternates the
 sides round by round and prints per-round rows, medians, and loadgen/bare ratios of
 throughput and CPU per message.
 ``--cpu N`` pins each child to CPU ``N`` before either side creates its client (through
@@ -37,18 +38,23 @@ def cpu_seconds() -> float:
 
 
 class CollectionTime:
-    """Wall time the process spent in garbage collections (all generations) since it started."""
+    """Wall time the process spent in garbage collections (all generations) since it was
+    created, how many it ran and how many objects they found to free."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
+        self.collections = 0
+        self.collected = 0
         self._began = 0.0
         gc.callbacks.append(self._on_collection)
 
-    def _on_collection(self, phase: str, _info: dict) -> None:
+    def _on_collection(self, phase: str, info: dict) -> None:
         if phase == "start":
             self._began = time.perf_counter()
         else:
             self.seconds += time.perf_counter() - self._began
+            self.collections += 1
+            self.collected += info["collected"]
 
 
 collection_time = CollectionTime()
@@ -60,6 +66,8 @@ def measured(acked: int, start: float, cpu0: float) -> dict:
         "seconds": time.perf_counter() - start,
         "cpu": cpu_seconds() - cpu0,
         "gc": collection_time.seconds,
+        "collections": collection_time.collections,
+        "collected": collection_time.collected,
     }
 
 
@@ -154,7 +162,8 @@ def print_row(round_number: int, side: str, row: dict) -> None:
     print(
         f"round {round_number + 1} {side:8} {row['rate']:>10,.0f} msg/s  "
         f"{row['cpu_us_per_msg']:6.2f} µs CPU/msg  ({row['acked']:,} acked, "
-        f"{row['gc'] * 1000:.0f} ms in GC over the process's life)",
+        f"{row['gc'] * 1000:.0f} ms in {row['collections']} GCs that freed {row['collected']:,}"
+        " objects since start-up)",
         flush=True,
     )
 

@@ -10,7 +10,9 @@ pinned, each with its own client, producer and fresh 16-partition topic (the set
 each, the order alternating pair by pair, and the ratio is taken within the pair. loadgen's slice
 is its worker's load (``start_load``, a snapshot a second and at the end, ``stop_load``); the
 bare slice is :func:`pulsar_producer_vs_bare.bare_loop`. Both are measured up to their last
-acknowledgement. The first pair warms up and is left out.
+acknowledgement. The first pair warms up and is left out. Beside the ratios it prints how each
+side's CPU per message splits between the client's I/O thread (the busiest thread other than
+the main one, read from ``/proc/self/task``; acknowledgements run there) and everything else.
 
 Disk: pulsar-lite keeps every message (it has no admin REST to delete a topic), ~45 MB per
 second of slice here: 100 pairs of 2-s slices write ~18 GB into the broker's temporary data
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -41,6 +44,26 @@ from pulsar_producer_vs_bare import (
 )
 
 
+def thread_cpu() -> dict[int, float]:
+    """CPU seconds (user + system) of each live thread of this process, by thread id."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        cpu[int(tid)] = (int(fields[11]) + int(fields[12])) / ticks
+    return cpu
+
+
+def busiest_other_thread(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between the two readings of the busiest thread that is not the main one."""
+    grown = [cpu - before.get(tid, 0.0) for tid, cpu in after.items() if tid != os.getpid()]
+    return max(grown, default=0.0)
+
+
 def child(url: str, slice_s: float, pairs: int, size: int, cpu: int | None) -> list[dict]:
     """In the pinned child: ``pairs`` + 1 pairs of slices; a row per slice."""
     if cpu is not None:
@@ -55,10 +78,12 @@ def child(url: str, slice_s: float, pairs: int, size: int, cpu: int | None) -> l
     for pair in range(pairs + 1):
         order = ("bare", "loadgen") if pair % 2 else ("loadgen", "bare")
         for side in order:
+            threads_before = thread_cpu()
             if side == "bare":
                 row = bare_loop(producer, slice_s, size, latency=False)
             else:
                 row = ab.load_for(worker, slice_s, size)
+            row["io_thread_cpu"] = busiest_other_thread(threads_before, thread_cpu())
             rows.append({"pair": pair, "side": side, **row})
     worker.close(delete_topics=False)
     client.close()
@@ -70,15 +95,19 @@ def summarize(rows: list[dict]) -> None:
     for row in rows:
         row["rate"] = row["acked"] / row["seconds"]
         row["cpu_us"] = row["cpu"] / max(row["acked"], 1) * 1e6
+        row["io_us"] = row["io_thread_cpu"] / max(row["acked"], 1) * 1e6
         by_pair.setdefault(row["pair"], {})[row["side"]] = row
     measured = [sides for pair, sides in sorted(by_pair.items()) if pair > 0]
     for side in ab.SIDES:
         rates = [sides[side]["rate"] for sides in measured]
         cpu = [sides[side]["cpu_us"] for sides in measured]
+        io = [sides[side]["io_us"] for sides in measured]
+        rest = [sides[side]["cpu_us"] - sides[side]["io_us"] for sides in measured]
         print(
             f"{side:8} msg/s median {statistics.median(rates):,.0f} "
             f"(range {min(rates):,.0f}–{max(rates):,.0f}), "
-            f"CPU/msg median {statistics.median(cpu):.2f} µs"
+            f"CPU/msg median {statistics.median(cpu):.2f} µs: client I/O thread "
+            f"{statistics.median(io):.2f}, the rest {statistics.median(rest):.2f}"
         )
     ratios = sorted(sides["loadgen"]["rate"] / sides["bare"]["rate"] for sides in measured)
     cpu_ratios = sorted(sides["loadgen"]["cpu_us"] / sides["bare"]["cpu_us"] for sides in measured)
@@ -88,6 +117,10 @@ def summarize(rows: list[dict]) -> None:
         f", quartiles {quartiles[0]:.3f}–{quartiles[2]:.3f}, mean {statistics.mean(ratios):.3f}"
     )
     print(f"CPU per message loadgen/bare: median {statistics.median(cpu_ratios):.3f}")
+    in_order = [sides["loadgen"]["rate"] / sides["bare"]["rate"] for sides in measured]
+    quarter = max(len(in_order) // 4, 1)
+    drift = [statistics.median(in_order[i : i + quarter]) for i in range(0, len(in_order), quarter)]
+    print(f"throughput ratio by quarter of the run (medians): {[f'{r:.3f}' for r in drift]}")
 
 
 def main() -> None:

@@ -92,34 +92,33 @@ def child(url: str, slice_s: float, pairs: int, size: int, cpu: int | None) -> l
 
 def summarize(rows: list[dict]) -> None:
     by_pair: dict[int, dict[str, dict]] = {}
-    for row in rows:
-        row["rate"] = row["acked"] / row["seconds"]
-        row["cpu_us"] = row["cpu"] / max(row["acked"], 1) * 1e6
+    for row in map(ab.per_message, rows):
         row["io_us"] = row["io_thread_cpu"] / max(row["acked"], 1) * 1e6
         by_pair.setdefault(row["pair"], {})[row["side"]] = row
     measured = [sides for pair, sides in sorted(by_pair.items()) if pair > 0]
     for side in ab.SIDES:
         rates = [sides[side]["rate"] for sides in measured]
-        cpu = [sides[side]["cpu_us"] for sides in measured]
+        cpu = [sides[side]["cpu_us_per_msg"] for sides in measured]
         io = [sides[side]["io_us"] for sides in measured]
-        rest = [sides[side]["cpu_us"] - sides[side]["io_us"] for sides in measured]
+        rest = [sides[side]["cpu_us_per_msg"] - sides[side]["io_us"] for sides in measured]
         print(
             f"{side:8} msg/s median {statistics.median(rates):,.0f} "
             f"(range {min(rates):,.0f}–{max(rates):,.0f}), "
             f"CPU/msg median {statistics.median(cpu):.2f} µs: client I/O thread "
             f"{statistics.median(io):.2f}, the rest {statistics.median(rest):.2f}"
         )
-    ratios = sorted(sides["loadgen"]["rate"] / sides["bare"]["rate"] for sides in measured)
-    cpu_ratios = sorted(sides["loadgen"]["cpu_us"] / sides["bare"]["cpu_us"] for sides in measured)
+    ratios = [sides["loadgen"]["rate"] / sides["bare"]["rate"] for sides in measured]
+    cpu_ratios = [
+        sides["loadgen"]["cpu_us_per_msg"] / sides["bare"]["cpu_us_per_msg"] for sides in measured
+    ]
     quartiles = statistics.quantiles(ratios, n=4)
     print(
         f"throughput loadgen/bare over {len(ratios)} pairs: median {statistics.median(ratios):.3f}"
         f", quartiles {quartiles[0]:.3f}–{quartiles[2]:.3f}, mean {statistics.mean(ratios):.3f}"
     )
     print(f"CPU per message loadgen/bare: median {statistics.median(cpu_ratios):.3f}")
-    in_order = [sides["loadgen"]["rate"] / sides["bare"]["rate"] for sides in measured]
-    quarter = max(len(in_order) // 4, 1)
-    drift = [statistics.median(in_order[i : i + quarter]) for i in range(0, len(in_order), quarter)]
+    n = len(ratios)
+    drift = [statistics.median(ratios[i * n // 4 : (i + 1) * n // 4]) for i in range(4)]
     print(f"throughput ratio by quarter of the run (medians): {[f'{r:.3f}' for r in drift]}")
 
 

@@ -7,7 +7,9 @@ auto-created topic) is the only way to get partitions, so the driver section giv
 ``httpUrl`` and the driver falls back to auto-created topics. Its known defects (duplicates on
 Exclusive/Failover subscriptions, catch-up stalls with receiver queues above 200 on partitioned
 topics, broken seek) are answered by :data:`PULSAR_LITE_CLIENT_SETTINGS`, never by driver
-defaults.
+defaults. One has no answer: the last entries of a partition may stay undispatched until the
+next publish on it or a new consumer on the subscription, so a run's final messages can miss
+the drain (tests/integration/test_tailing_pulsar.py reads them back).
 """
 
 from __future__ import annotations

@@ -133,8 +133,9 @@ def test_what_loadgen_did_not_receive_the_broker_still_holds(
         f"held {len(held)} ({len(held & received)} of them received by loadgen too)"
     )
     assert result["totalLost"] == len(held - received)
-    # stragglers, not a trend: a driver that acknowledged nothing would leave everything held
-    assert len(held_by_the_broker) <= result["totalMessagesSent"] // 1_000
+    # stragglers, not a trend (224 at once was the most seen, with the broker frozen again and
+    # again): a driver that acknowledged nothing would leave everything held
+    assert len(held_by_the_broker) <= result["totalMessagesSent"] // 100
 
 
 def test_a_new_earliest_subscription_reads_a_partitioned_backlog_fully(pulsar_spec):

@@ -8,8 +8,9 @@ partition count is broker-wide: the fixture's broker makes 16 partitions per top
 pulsar-lite sometimes leaves the last entries of a partition undispatched until the next publish
 on that partition or a new consumer on the subscription; a run's final messages can then miss
 the drain (8 of 331,846 once in CI; reproduced with a bare client while the broker was frozen
-for tens of milliseconds at a time). So after the run a new consumer on the run's subscription
-reads what the broker still holds: every message was received by loadgen or is held there, and
+for tens of milliseconds at a time). The fixture's broker has the write-buffer mark that makes
+it rarer (loadgen.testing.pulsar). After the run a new consumer on the run's subscription reads
+what the broker still holds: every message was received by loadgen or is held there, and
 loadgen's result counts those it did not receive as lost.
 """
 

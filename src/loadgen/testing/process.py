@@ -1,4 +1,5 @@
-"""Local broker processes on 127.0.0.1: ports, liveness, and a stop that always reaps."""
+"""Local broker processes (on 127.0.0.1 unless told otherwise): ports, liveness, and a stop that
+always reaps."""
 
 from __future__ import annotations
 
@@ -11,16 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         return probe.getsockname()[1]
 
 
-def port_open(port: int) -> bool:
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as probe:
         probe.settimeout(0.2)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+        return probe.connect_ex((host, port)) == 0
 
 
 def process_alive(pid: int) -> bool:
@@ -35,7 +36,7 @@ def process_alive(pid: int) -> bool:
 
 @dataclass(frozen=True)
 class LocalBroker:
-    """A broker process on 127.0.0.1 that this machine started.
+    """A broker process that this machine started (on 127.0.0.1 unless told otherwise).
 
     ``driver_config`` is the driver section that points at it, with whatever settings this
     broker needs (test-broker quirks live here, never in driver defaults). ``helper_pids`` are

@@ -1,16 +1,17 @@
 """A local Pulsar broker: pulsar-lite, a single-node Pulsar-protocol broker shipped in a wheel.
 
 It is spawned from the binary inside the package (its Python wrapper passes no config file, so
-its metrics would bind 0.0.0.0:8080) with a TOML config that disables metrics, on 127.0.0.1 and
-a fresh data dir. pulsar-lite has no admin REST: ``default_partitions`` (one setting for every
-auto-created topic) is the only way to get partitions, so the driver section given back has no
-``httpUrl`` and the driver falls back to auto-created topics. Its known defects (duplicates on
-Exclusive/Failover subscriptions, catch-up stalls with receiver queues above 200 on partitioned
-topics, broken seek) are answered by :data:`PULSAR_LITE_CLIENT_SETTINGS`, never by driver
-defaults. Another, the last entries of a partition left undispatched until the next publish on
-it or a new consumer on the subscription (a run's final messages then miss the drain), is made
-rarer by the broker's config (:data:`WRITE_BUFFER_HIGH_WATER_MARK`);
-tests/integration/test_tailing_pulsar.py reads back any that remain.
+its metrics would bind 0.0.0.0:8080) with a TOML config that disables metrics, on 127.0.0.1 (or
+the address given) and a fresh data dir. pulsar-lite has no admin REST: ``default_partitions``
+(one setting for every auto-created topic) is the only way to get partitions, so the driver
+section given back has no ``httpUrl`` and the driver falls back to auto-created topics. Its
+known defects (duplicates on Exclusive/Failover subscriptions, catch-up stalls with receiver
+queues above 200 on partitioned topics, broken seek) are answered by
+:data:`PULSAR_LITE_CLIENT_SETTINGS`, never by driver defaults. Another, the last entries of a
+partition left undispatched until the next publish on it or a new consumer on the subscription
+(a run's final messages then miss the drain), is made rarer by the broker's config
+(:data:`WRITE_BUFFER_HIGH_WATER_MARK`); tests/integration/test_tailing_pulsar.py reads back any
+that remain.
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ def start_pulsar_lite(
     detach: bool = False,
     default_partitions: int = DEFAULT_PARTITIONS,
     keep_data: bool = False,
+    host: str = "127.0.0.1",
 ) -> LocalBroker:
-    """Start pulsar-lite on 127.0.0.1:``port`` (a free one by default) and wait until it accepts.
+    """Start pulsar-lite on ``host``:``port`` (a free one by default) and wait until it accepts.
 
     Every topic it auto-creates gets ``default_partitions`` partitions (0: non-partitioned).
     The data is fresh: earlier pulsar-lite data in a ``data_dir`` given is removed, unless
@@ -97,9 +99,9 @@ def start_pulsar_lite(
     ``detach`` starts it in its own session so it outlives this process (``loadgen brokers up``).
     """
     binary = pulsar_lite_binary()
-    chosen = port or free_port()
-    if port_open(chosen):
-        raise DriverError("pulsar", f"port 127.0.0.1:{chosen} is already in use")
+    chosen = port or free_port(host)
+    if port_open(chosen, host):
+        raise DriverError("pulsar", f"port {host}:{chosen} is already in use")
     temporary = None if data_dir else tempfile.mkdtemp(prefix="loadgen-pulsar-")
     folder = Path(data_dir or temporary)
     folder.mkdir(parents=True, exist_ok=True)
@@ -109,7 +111,7 @@ def start_pulsar_lite(
     config_path = folder / f"pulsar-lite-{chosen}.toml"
     config_path.write_text(_toml(default_partitions))
     log_path = folder / f"pulsar-lite-{chosen}.log"
-    address = f"127.0.0.1:{chosen}"
+    address = f"{host}:{chosen}"
     command = [str(binary), "--config", str(config_path), "--addr", address]
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
@@ -128,7 +130,7 @@ def start_pulsar_lite(
         temporary,
     )
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while not port_open(chosen):
+    while not port_open(chosen, host):
         if process.poll() is not None or time.monotonic() > deadline:
             tail = log_path.read_text(errors="replace")[-2000:]
             broker.stop()

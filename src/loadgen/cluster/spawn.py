@@ -55,16 +55,23 @@ def announced_url(process: subprocess.Popen, deadline: float, name: str) -> str:
     raise WorkerError(name, detail, exit_code=1)
 
 
-def start_worker_process(token: str | None, cpu: int | None = None) -> subprocess.Popen:
-    """``loadgen worker`` on a free loopback port (pinned to ``cpu`` if given), ended by
-    closing its stdin; read its URL with :func:`announced_url`."""
+def start_worker_process(
+    token: str | None,
+    cpu: int | None = None,
+    *,
+    bind: str = "127.0.0.1:0",
+    wrapper: Sequence[str] = (),
+) -> subprocess.Popen:
+    """``loadgen worker`` on ``bind`` (a free loopback port by default; pinned to ``cpu`` if
+    given), ended by closing its stdin; read its URL with :func:`announced_url`. ``wrapper`` is
+    a command that runs it (``ip netns exec NS`` puts it on a simulated host)."""
     env = {key: value for key, value in os.environ.items() if key != TOKEN_ENV}
     if token:
         env[TOKEN_ENV] = token
     command = [sys.executable, "-m", "loadgen", *_verbosity(), "worker"]
     pinning = [] if cpu is None else ["--cpus", str(cpu)]
     return subprocess.Popen(
-        [*command, "--bind", "127.0.0.1:0", "--exit-with-stdin", *pinning],
+        [*wrapper, *command, "--bind", bind, "--exit-with-stdin", *pinning],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 import loadgen
+from loadgen.cluster.client import CONNECT_TIMEOUT_S
 from loadgen.cluster.placement import Placement, cores, worker_urls
 from loadgen.cluster.server import DEFAULT_MAX_BODY_BYTES, serve
 from loadgen.cluster.spawn import ANNOUNCEMENT, TOKEN_ENV
@@ -124,6 +125,14 @@ WORKERS = click.option(
     default=None,
     help="Run on these `loadgen worker`s (URL,URL,...; the first creates the topics) instead "
     "of processes on this host.",
+)
+WORKERS_WAIT = click.option(
+    "--workers-wait",
+    callback=_duration("--workers-wait"),
+    default="10s",
+    show_default=True,
+    help="How long each --workers URL may take to answer first (workers started together with "
+    "the coordinator, e.g. by a compose file); exit 3 naming one that did not.",
 )
 PROCESSES = click.option(
     "--processes",
@@ -239,6 +248,7 @@ def _metrics_address(port: int | None, host: str | None) -> tuple[str, int] | No
     help="Also land every interval in DIR for `loadgen pipeline ingest` (Spark).",
 )
 @WORKERS
+@WORKERS_WAIT
 @PROCESSES
 @click.option(
     "--split",
@@ -277,6 +287,7 @@ def run(
     no_report: bool,
     pipeline_dir: Path | None,
     workers: str | None,
+    workers_wait: float,
     processes: int | None,
     split: str | None,
     token: str | None,
@@ -307,7 +318,7 @@ def run(
         out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=json_lines), not no_report
     )
     pinned = None if cpus is None else usable_cpus(cpus)
-    placement = _placement(workers, processes, token, split, pinned)
+    placement = _placement(workers, processes, token, split, pinned, workers_wait)
     metrics = _metrics_address(metrics_port, metrics_host)
     board = None if metrics is None else MetricsBoard(role="coordinator", worker="all")
     loaded = [(path, load_workload(path, lenient=lenient)) for path in workloads]
@@ -361,6 +372,7 @@ def _placement(
     token: str | None,
     split: str | None = None,
     pinned: frozenset[int] | None = None,
+    workers_wait: float = CONNECT_TIMEOUT_S,
 ) -> Placement:
     """Where runs go: ``--workers``, or ``--processes`` on this host (one per usable core)."""
     if workers and processes is not None:
@@ -376,6 +388,7 @@ def _placement(
         split=split,
         token=token,
         cpus=() if pinned is None else tuple(sorted(pinned)),
+        workers_wait_s=workers_wait,
     )
 
 
@@ -515,6 +528,7 @@ def _files_written(result: str | None, output: Output) -> None:
 @PLAIN
 @click.option("--no-report", is_flag=True, help="No HTML reports (per run and for the sweep).")
 @WORKERS
+@WORKERS_WAIT
 @PROCESSES
 @TOKEN
 @BEFORE_RUN
@@ -538,6 +552,7 @@ def sweep_command(
     plain: bool,
     no_report: bool,
     workers: str | None,
+    workers_wait: float,
     processes: int | None,
     token: str | None,
     before_run: tuple[str, ...],
@@ -577,7 +592,7 @@ def sweep_command(
     output = Output(
         out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report
     )
-    placement = _placement(workers, processes, token)
+    placement = _placement(workers, processes, token, workers_wait=workers_wait)
     hooks = make_hooks(before_run, after_run, hook_timeout)
     options = RunOptions(duration_s=duration, warmup_s=warmup, stats_interval_s=stats_interval)
     with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
@@ -636,6 +651,7 @@ def sweep_command(
 @PLAIN
 @click.option("--no-report", is_flag=True, help="No HTML report per run.")
 @WORKERS
+@WORKERS_WAIT
 @PROCESSES
 @TOKEN
 @BEFORE_RUN
@@ -655,6 +671,7 @@ def matrix_command(
     plain: bool,
     no_report: bool,
     workers: str | None,
+    workers_wait: float,
     processes: int | None,
     token: str | None,
     before_run: tuple[str, ...],
@@ -678,7 +695,7 @@ def matrix_command(
     output = Output(
         out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report
     )
-    placement = _placement(workers, processes, token)
+    placement = _placement(workers, processes, token, workers_wait=workers_wait)
     hooks = make_hooks(plan.before_run + before_run, plan.after_run + after_run, hook_timeout)
     options = RunOptions(duration_s=duration, warmup_s=warmup, stats_interval_s=stats_interval)
 

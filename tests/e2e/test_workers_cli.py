@@ -147,6 +147,24 @@ def test_a_worker_that_does_not_answer_fails_within_10_s_naming_it(two_topics, t
     assert took < 15  # 10 s deadline plus the CLI's start-up
 
 
+def test_workers_wait_is_how_long_a_worker_may_take_to_answer_first(two_topics, tmp_path):
+    with socket.socket() as probe:  # a port nothing listens on: every attempt is refused
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    started = time.monotonic()
+    done = loadgen(
+        "run", "-d", MEMORY, two_topics, "--workers", url, "--workers-wait", "2s", cwd=tmp_path
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 3, done.stderr
+    assert url in done.stderr and "unreachable" in done.stderr
+    assert took < 8  # not the default 10 s
+    done = loadgen(
+        "run", "-d", MEMORY, two_topics, "--workers", url, "--workers-wait", "soon", cwd=tmp_path
+    )
+    assert done.returncode == 2 and "--workers-wait" in done.stderr
+
+
 def test_processes_split_topics_and_the_result_adds_up(two_topics, tmp_path):
     done = loadgen(
         "run", "-d", MEMORY, two_topics, "--processes", "2", "--duration", "3s",

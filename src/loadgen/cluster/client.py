@@ -23,7 +23,8 @@ from loadgen.errors import WorkerError, WorkerLost, WorkerRefused, WorkerUnreach
 T = TypeVar("T")
 
 CONNECT_TIMEOUT_S = 10.0
-"""How long the first answer of a worker may take before it is reported unreachable."""
+"""How long the first answer of a worker may take before it is reported unreachable (by default:
+``--workers-wait``), and how long any later connection attempt may take."""
 CLOCK_SAMPLES = 8
 RETRY_PAUSE_S = 0.25
 
@@ -100,10 +101,10 @@ class WorkerClient:
             raise WorkerError(self.url, f"{path}: {message}", int(answer.get("exitCode", 1)))
         return answer
 
-    async def first_contact(self) -> dict[str, Any]:
-        """``GET /health``, retried for up to :data:`CONNECT_TIMEOUT_S` while nothing listens
-        yet (workers started together with the coordinator, as in a compose file)."""
-        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    async def first_contact(self, wait_s: float = CONNECT_TIMEOUT_S) -> dict[str, Any]:
+        """``GET /health``, retried for up to ``wait_s`` while nothing listens yet (workers
+        started together with the coordinator, as in a compose file)."""
+        deadline = time.monotonic() + wait_s
         while True:
             remaining = deadline - time.monotonic()
             try:

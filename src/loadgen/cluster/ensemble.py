@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from loadgen.cluster import wire
-from loadgen.cluster.client import ControlPlane, WorkerClient
+from loadgen.cluster.client import CONNECT_TIMEOUT_S, ControlPlane, WorkerClient
 from loadgen.cluster.clock import ClockOffset, e2e_skew_bound_ns
 from loadgen.cluster.split import Assignment, split
 from loadgen.errors import ConfigError, WorkerError, WorkerLost
@@ -45,10 +45,19 @@ def _ms(ns: int) -> float:
 
 
 class Ensemble:
-    """Drives the workers at ``urls`` as one :class:`~loadgen.worker.contract.Worker`."""
+    """Drives the workers at ``urls`` as one :class:`~loadgen.worker.contract.Worker`;
+    ``wait_s`` is how long each may take to answer first."""
 
-    def __init__(self, plane: ControlPlane, urls: Sequence[str], spec: DriverSpec, rule: str):
+    def __init__(
+        self,
+        plane: ControlPlane,
+        urls: Sequence[str],
+        spec: DriverSpec,
+        rule: str,
+        wait_s: float = CONNECT_TIMEOUT_S,
+    ):
         self._plane = plane
+        self._wait_s = wait_s
         self._clients = [WorkerClient(url, plane.session) for url in urls]
         self._spec = spec
         self._rule = rule
@@ -142,9 +151,9 @@ class Ensemble:
 
     # -- set-up ------------------------------------------------------------------------------
     def check_reachable(self, timeout_s: float) -> None:
-        """Every worker answers (within 10 s), speaks our protocol, has its clock measured, and
-        has the driver open with its broker reachable."""
-        healths = self._each(lambda c: c.first_contact())
+        """Every worker answers (within ``wait_s``), speaks our protocol, has its clock
+        measured, and has the driver open with its broker reachable."""
+        healths = self._each(lambda c: c.first_contact(self._wait_s))
         for client, health in healths:
             self._affinity[client.url] = health.get("cpuAffinity")
             if health.get("protocol") != wire.PROTOCOL:

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from loadgen.cluster.client import ControlPlane
+from loadgen.cluster.client import CONNECT_TIMEOUT_S, ControlPlane
 from loadgen.cluster.ensemble import Ensemble
 from loadgen.cluster.spawn import local_workers
 from loadgen.cluster.split import BY_TOPIC, OMB, SPLITS, workers_needed
@@ -60,6 +60,8 @@ class Placement:
     token: str | None = field(default=None, repr=False)
     cpus: tuple[int, ...] = ()
     """``--cpus``: local worker process ``i`` is pinned to ``cpus[i % len(cpus)]``."""
+    workers_wait_s: float = CONNECT_TIMEOUT_S
+    """``--workers-wait``: how long each of ``workers`` may take to answer first."""
 
     def rule(self, spec: DriverSpec) -> str:
         process_local = getattr(load_driver_class(spec), "process_local", False)
@@ -87,6 +89,7 @@ class Placement:
             "processes": self.processes,
             "split": self.split,
             "cpus": list(self.cpus),
+            "workersWaitSeconds": self.workers_wait_s,
         }
 
 
@@ -96,7 +99,8 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
     the block."""
     rule = placement.rule(spec)
     if placement.workers:
-        with _ensemble(list(placement.workers), spec, rule, placement.token) as ensemble:
+        urls = list(placement.workers)
+        with _ensemble(urls, spec, rule, placement.token, placement.workers_wait_s) as ensemble:
             yield ensemble
         return
     processes = workers_needed(rule, placement.processes, workload.topics)
@@ -115,10 +119,14 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
 
 @contextlib.contextmanager
 def _ensemble(
-    urls: list[str], spec: DriverSpec, rule: str, token: str | None
+    urls: list[str],
+    spec: DriverSpec,
+    rule: str,
+    token: str | None,
+    wait_s: float = CONNECT_TIMEOUT_S,
 ) -> Iterator[Ensemble]:
     plane = ControlPlane(token)
     try:
-        yield Ensemble(plane, urls, spec, rule)
+        yield Ensemble(plane, urls, spec, rule, wait_s)
     finally:
         plane.close()

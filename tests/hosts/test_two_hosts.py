@@ -49,7 +49,8 @@ def test_kafka_over_two_hosts_counts_exactly_and_measures_both_clocks(
     result = run_over_two_hosts("kafka", bridge_broker, worker_urls, coordinator, result_of)
     run = result["run"]
     offsets, bounds = run["clockOffsetsMs"], run["clockOffsetBoundsMs"]
-    print(f"clock offsets (ms) {offsets}, bounds (ms) {bounds}")
+    print(f"clock offsets (ms) {offsets}, bounds (ms) {bounds}, e2e skew bound (ms) "
+          f"{run['e2eClockSkewBoundMs']}")  # fmt: skip
     assert set(offsets) == set(bounds) == set(worker_urls)
     for url in worker_urls:
         # both hosts share this machine's clock: the true offset is 0, inside each bound

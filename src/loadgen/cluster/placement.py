@@ -96,7 +96,8 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
     the block."""
     rule = placement.rule(spec)
     if placement.workers:
-        with _ensemble(list(placement.workers), spec, rule, placement.token) as ensemble:
+        urls = list(placement.workers)
+        with _ensemble(urls, spec, rule, placement.token, correct_clocks=True) as ensemble:
             yield ensemble
         return
     processes = workers_needed(rule, placement.processes, workload.topics)
@@ -115,10 +116,10 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
 
 @contextlib.contextmanager
 def _ensemble(
-    urls: list[str], spec: DriverSpec, rule: str, token: str | None
+    urls: list[str], spec: DriverSpec, rule: str, token: str | None, *, correct_clocks: bool = False
 ) -> Iterator[Ensemble]:
     plane = ControlPlane(token)
     try:
-        yield Ensemble(plane, urls, spec, rule)
+        yield Ensemble(plane, urls, spec, rule, correct_clocks=correct_clocks)
     finally:
         plane.close()

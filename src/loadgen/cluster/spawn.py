@@ -15,7 +15,7 @@ import selectors
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from loadgen.errors import WorkerError
@@ -55,10 +55,14 @@ def announced_url(process: subprocess.Popen, deadline: float, name: str) -> str:
     raise WorkerError(name, detail, exit_code=1)
 
 
-def start_worker_process(token: str | None, cpu: int | None = None) -> subprocess.Popen:
-    """``loadgen worker`` on a free loopback port (pinned to ``cpu`` if given), ended by
+def start_worker_process(
+    token: str | None, cpu: int | None = None, extra_env: Mapping[str, str] | None = None
+) -> subprocess.Popen:
+    """``loadgen worker`` on a free loopback port (pinned to ``cpu`` if given, with
+    ``extra_env`` added to its environment: a skewed clock in tests and benchmarks), ended by
     closing its stdin; read its URL with :func:`announced_url`."""
     env = {key: value for key, value in os.environ.items() if key != TOKEN_ENV}
+    env |= extra_env or {}
     if token:
         env[TOKEN_ENV] = token
     command = [sys.executable, "-m", "loadgen", *_verbosity(), "worker"]

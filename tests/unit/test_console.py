@@ -39,3 +39,6 @@ def test_the_console_says_how_large_the_correction_was_and_warns_when_its_bound_
     assert "WARNING" in format_clock_correction(_result(0.1, 0.2))
     assert format_clock_correction(_result(7.0, 0.2, applied=False)) is None
     assert format_clock_correction({"run": {}}) is None
+    unmeasured = _result(7.0, 0.2)
+    del unmeasured["aggregatedEndToEndLatencyUncorrected50pct"]  # no interval reached the end
+    assert "uncorrected" not in format_clock_correction(unmeasured)

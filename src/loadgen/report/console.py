@@ -91,11 +91,12 @@ def format_clock_correction(result: dict[str, Any]) -> str | None:
     if not correction or not correction["applied"]:
         return None
     p50, bound = result["aggregatedEndToEndLatency50pct"], correction["boundMs"]
+    uncorrected = result.get("aggregatedEndToEndLatencyUncorrected50pct")  # none if none measured
     lines = [
         f"Clock correction: end-to-end shifted by the workers' clock offsets, up to "
         f"{correction['maxShiftMs']:.3f} ms over {len(correction['pairs'])} worker pair(s), "
-        f"bound +/-{bound:.3f} ms; e2e p50 {p50:.3f} ms "
-        f"(uncorrected {result['aggregatedEndToEndLatencyUncorrected50pct']:.3f} ms)"
+        f"bound +/-{bound:.3f} ms; e2e p50 {p50:.3f} ms"
+        + ("" if uncorrected is None else f" (uncorrected {uncorrected:.3f} ms)")
     ]
     if bound > p50:
         lines.append(

@@ -26,7 +26,12 @@ from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import DEFAULT_HOST as DEFAULT_METRICS_HOST
 from loadgen.metrics.endpoint import serving
 from loadgen.pipeline.commands import pipeline
-from loadgen.report.console import delivery_warning, format_catch_up, format_outages
+from loadgen.report.console import (
+    delivery_warning,
+    format_catch_up,
+    format_clock_correction,
+    format_outages,
+)
 from loadgen.report.display import display_for
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.runner import RunReport, run_one
@@ -442,9 +447,13 @@ def _run_and_show(
         display.finish(merge_all(measured) if measured else None, str(report.path))
     for record in report.result["run"].get("hooks", ()):
         click.echo(f"hook: {describe_hook(record)}", err=True)
-    for warning in (delivery_warning(report.result), format_outages(report.result.get("outages"))):
-        if warning is not None:
-            click.echo(warning, err=True)
+    for note in (
+        format_clock_correction(report.result),
+        delivery_warning(report.result),
+        format_outages(report.result.get("outages")),
+    ):
+        if note is not None:
+            click.echo(note, err=True)
     if "catchUp" in report.result and output.display != "json-lines":
         click.echo(format_catch_up(report.result["catchUp"]), err=True)
     _discovered_rate(report.result)

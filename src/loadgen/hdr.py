@@ -36,6 +36,7 @@ HIGHEST_TRACKABLE_US = {
     "endToEndFromIntended": 43_200_000_000,
     "endToEndTailing": 43_200_000_000,
     "endToEndCatchUp": 43_200_000_000,
+    "endToEndUncorrected": 43_200_000_000,
 }
 PERCENTILE_TICKS_PER_HALF_DISTANCE = 100
 MERGE_BATCH = 64

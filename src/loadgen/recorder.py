@@ -19,6 +19,11 @@ from array import array
 from dataclasses import dataclass
 from time import perf_counter_ns, time_ns
 
+DELIVERY = ("endToEnd", "endToEndFromIntended", "messageId", "partition")
+"""The columns of a consumer's delivery row; both latencies are receive wall clock minus the
+producer's wall clock (send time, intended send time), so a clock correction shifts both."""
+E2E, FROM_INTENDED, MESSAGE_ID, PARTITION = range(len(DELIVERY))
+
 
 @dataclass(frozen=True, slots=True)
 class ProducerSample:
@@ -36,10 +41,13 @@ class ProducerSample:
 class ConsumerSample:
     """What one consumer recorder captured since the previous ``take()``."""
 
-    end_to_end: array
     deliveries: array
-    """Flat ``(e2e from intended, message id, partition)`` triples in arrival order."""
+    """Flat :data:`DELIVERY` rows in arrival order."""
     received_bytes: int
+
+    @property
+    def received(self) -> int:
+        return len(self.deliveries) // len(DELIVERY)
 
 
 class ProducerRecorder:
@@ -94,17 +102,17 @@ class ProducerRecorder:
 
 
 class ConsumerRecorder:
-    """End-to-end latency (receive wall clock − send wall clock), bytes received, and per
-    delivery the latency from the intended send time, the message id and the partition.
+    """Per delivery: end-to-end latency (receive wall clock − send wall clock), the latency from
+    the intended send time, the message id and the partition; and bytes received.
 
-    Those three go in with one ``extend`` of a tuple, which runs no bytecode and so cannot be
-    split by ``take()``: id and partition of a delivery always land in the same interval.
+    The four go in with one ``extend`` of a tuple, which runs no bytecode and so cannot be split
+    by ``take()``: a delivery's latency and its id always land in the same interval, in the same
+    row, which the per-message clock correction (:mod:`loadgen.worker.skew`) relies on.
     """
 
-    __slots__ = ("_bytes_taken", "bytes_total", "deliveries", "end_to_end")
+    __slots__ = ("_bytes_taken", "bytes_total", "deliveries")
 
     def __init__(self) -> None:
-        self.end_to_end = array("q")
         self.deliveries = array("q")
         self.bytes_total = 0
         self._bytes_taken = 0
@@ -114,15 +122,17 @@ class ConsumerRecorder:
     ) -> None:
         """Consumer callback, handed to ``Driver.create_consumer`` as it is."""
         now = time_ns()
-        latency = now - sent_ns
-        self.end_to_end.append(latency)
-        row = (now - intended_ns, message_id, partition)
+        row = (now - sent_ns, now - intended_ns, message_id, partition)
         self.deliveries.extend(row)
         self.bytes_total += len(payload)
 
+    @property
+    def received(self) -> int:
+        """Deliveries recorded since the last ``take()`` (read by the progress counters)."""
+        return len(self.deliveries) // len(DELIVERY)
+
     def take(self) -> ConsumerSample:
-        e2e, self.end_to_end = self.end_to_end, array("q")
         deliveries, self.deliveries = self.deliveries, array("q")
         total = self.bytes_total
         received_bytes, self._bytes_taken = total - self._bytes_taken, total
-        return ConsumerSample(e2e, deliveries, received_bytes)
+        return ConsumerSample(deliveries, received_bytes)

@@ -22,6 +22,10 @@ END_TO_END_CATCH_UP = "endToEndCatchUp"
 ROLE_METRICS = (END_TO_END_TAILING, END_TO_END_CATCH_UP)
 """End-to-end latency split by consumer role, recorded only when a run has catch-up
 subscriptions (catch-up and mixed runs): ``endToEnd`` stays OMB's, over every subscription."""
+END_TO_END_UNCORRECTED = "endToEndUncorrected"
+"""End-to-end latency as the two clocks measured it, recorded only when the workers' clock
+offsets corrected ``endToEnd`` (:mod:`loadgen.worker.skew`)."""
+ALL_METRICS = METRICS + ROLE_METRICS + (END_TO_END_UNCORRECTED,)
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,9 @@ class IntervalStats:
     ``start_ms``/``end_ms`` are wall-clock epoch milliseconds. ``warmup`` intervals are kept in
     the result's totals but excluded from the aggregated latencies and per-period lists.
     ``negative_e2e`` counts deliveries whose receive time was before the send time (clock skew):
-    they are counted here rather than silently dropped, and are not in the histogram.
+    they are counted here rather than silently dropped, and are not in the histogram. When the
+    workers' clock offsets corrected the latencies, it counts what is negative after the
+    correction, and ``negative_e2e_uncorrected`` what was negative before it.
     ``duplicates`` and ``out_of_order`` are what :mod:`loadgen.accounting` found in the interval
     (duplicates within one worker; those across workers show only in the run's totals).
     """
@@ -44,6 +50,7 @@ class IntervalStats:
     received: int = 0
     bytes_received: int = 0
     negative_e2e: int = 0
+    negative_e2e_uncorrected: int = 0
     duplicates: int = 0
     out_of_order: int = 0
     received_catch_up: int = 0
@@ -66,6 +73,13 @@ def measured_intervals(intervals: Iterable[IntervalStats]) -> list[IntervalStats
     return [s for s in intervals if not s.warmup]
 
 
+def recorded_metrics(intervals: Iterable[IntervalStats]) -> tuple[str, ...]:
+    """OMB's :data:`METRICS`, and ``endToEndUncorrected`` when the run's clocks were corrected:
+    the metrics of a result's ``histograms`` block and of its ``.hlog`` files."""
+    corrected = any(END_TO_END_UNCORRECTED in s.histograms for s in intervals)
+    return (*METRICS, END_TO_END_UNCORRECTED) if corrected else METRICS
+
+
 def sent_per_second(intervals: Iterable[IntervalStats]) -> float:
     """Messages sent per second over ``intervals`` (their total over their seconds); 0 if none."""
     items = list(intervals)
@@ -79,7 +93,7 @@ def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
     if not items:
         raise ValueError("merge_all needs at least one snapshot")
     histograms = {}
-    for metric in METRICS + ROLE_METRICS:
+    for metric in ALL_METRICS:
         if any(metric in s.histograms for s in items):
             present = (s.histograms[metric] for s in items if metric in s.histograms)
             histograms[metric] = hdr.merge(metric, present)
@@ -92,6 +106,7 @@ def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
         received=sum(s.received for s in items),
         bytes_received=sum(s.bytes_received for s in items),
         negative_e2e=sum(s.negative_e2e for s in items),
+        negative_e2e_uncorrected=sum(s.negative_e2e_uncorrected for s in items),
         duplicates=sum(s.duplicates for s in items),
         out_of_order=sum(s.out_of_order for s in items),
         received_catch_up=sum(s.received_catch_up for s in items),

@@ -46,6 +46,13 @@ def test_three_workers_merge_into_one_exact_result(three_workers, kafka_spec, ta
     assert run["workerRoles"] == {urls[0]: "producer", urls[1]: "consumer", urls[2]: "consumer"}
     assert set(run["clockOffsetsMs"]) == set(urls)
     assert run["e2eClockSkewBoundMs"] is not None and run["e2eClockSkewBoundMs"] >= 0
+    # workers given by URL may be on hosts of their own: their offsets correct end-to-end
+    correction = run["clockCorrection"]
+    assert {(p["producerWorker"], p["consumerWorker"]) for p in correction["pairs"]} == {
+        (urls[0], urls[1]),
+        (urls[0], urls[2]),
+    }
+    assert ("endToEndUncorrected" in result["histograms"]) is correction["applied"]
 
     per_worker = run["workerTotals"]
     assert result["totalMessagesSent"] == sum(t["sent"] for t in per_worker.values()) > 10_000
@@ -83,6 +90,10 @@ def two_process_run(spec, workload):
     run = result["run"]
     assert list(run["workerRoles"].values()) == ["producer", "consumer"]
     assert result["totalMessagesReceived"] == result["totalMessagesSent"] > 3000
+    # processes of one host share its clock: their measured offsets are noise, never applied
+    assert run["clockCorrection"]["applied"] is False
+    assert "endToEndUncorrected" not in result["histograms"]
+    assert "aggregatedEndToEndLatencyUncorrected50pct" not in result
     return outcome
 
 

@@ -2,7 +2,13 @@
 
 import pytest
 
-from loadgen.cluster.clock import ClockOffset, best_offset, e2e_skew_bound_ns
+from loadgen.cluster.clock import (
+    ClockOffset,
+    PairShift,
+    best_offset,
+    e2e_skew_bound_ns,
+    pair_shifts,
+)
 
 
 def exchange(offset, out_ns, back_ns, work_ns=10, t0=1_000_000):
@@ -29,13 +35,30 @@ def test_no_samples_is_an_error():
         best_offset([])
 
 
+OFFSETS = {
+    "p": ClockOffset(1_000_000, 200_000),
+    "c1": ClockOffset(1_500_000, 100_000),
+    "c2": ClockOffset(-2_000_000, 400_000),
+}
+
+
 def test_the_skew_bound_takes_the_worst_pair_sharing_a_topic():
-    offsets = {
-        "p": ClockOffset(1_000_000, 200_000),
-        "c1": ClockOffset(1_500_000, 100_000),
-        "c2": ClockOffset(-2_000_000, 400_000),
-    }
-    # |(-2 ms) - 1 ms| + 0.2 ms + 0.4 ms
-    assert e2e_skew_bound_ns(offsets, [("p", "c1"), ("p", "c2")]) == 3_300_000
-    assert e2e_skew_bound_ns(offsets, [("p", "c1")]) == 650_000
-    assert e2e_skew_bound_ns(offsets, [("p", "p")]) == 0
+    def bound(pairs):
+        return e2e_skew_bound_ns(pair_shifts(OFFSETS, pairs), corrected=False)
+
+    # |(-2 ms) - 1 ms| + 0.1 ms + 0.2 ms
+    assert bound([("p", "c1"), ("p", "c2")]) == 3_300_000
+    assert bound([("p", "c1")]) == 650_000
+    assert bound([("p", "p")]) == 0
+
+
+def test_a_pair_shifts_latency_by_the_consumer_offset_minus_the_producer_offset():
+    assert pair_shifts(OFFSETS, [("p", "c2"), ("c1", "c1")]) == [
+        PairShift("p", "c2", -3_000_000, 300_000)
+    ]
+
+
+def test_once_corrected_only_the_bounds_of_the_offsets_remain():
+    shifts = pair_shifts(OFFSETS, [("p", "c1"), ("p", "c2")])
+    assert e2e_skew_bound_ns(shifts, corrected=True) == 300_000  # 0.1 ms + 0.2 ms (p, c2)
+    assert e2e_skew_bound_ns([], corrected=True) == 0

@@ -6,7 +6,7 @@ from pydantic import ValidationError
 
 from loadgen import hdr
 from loadgen.cluster import wire
-from loadgen.stats import END_TO_END, PUBLISH, IntervalStats, merge_all
+from loadgen.stats import END_TO_END, END_TO_END_UNCORRECTED, PUBLISH, IntervalStats, merge_all
 from loadgen.worker.local import Totals
 
 
@@ -21,11 +21,13 @@ def stats(seed: int) -> IntervalStats:
         received=498,
         bytes_received=509_952,
         negative_e2e=3,
+        negative_e2e_uncorrected=6,
         duplicates=4,
         out_of_order=5,
         histograms={
             PUBLISH: hdr.record_ns(PUBLISH, rng.integers(1_000, 90_000_000, 500)),
             END_TO_END: hdr.record_ns(END_TO_END, rng.lognormal(15, 1.5, 498).astype(np.int64)),
+            END_TO_END_UNCORRECTED: hdr.record_ns(END_TO_END_UNCORRECTED, rng.integers(1, 9, 9)),
         },
     )
 
@@ -34,8 +36,8 @@ def test_stats_round_trip_keeps_every_count_and_bucket():
     sent = stats(1)
     back = wire.stats_from_json(wire.stats_to_json(sent))
     assert (back.sent, back.send_errors, back.received, back.negative_e2e) == (500, 2, 498, 3)
-    assert (back.duplicates, back.out_of_order) == (4, 5)
-    for metric in (PUBLISH, END_TO_END):
+    assert (back.duplicates, back.out_of_order, back.negative_e2e_uncorrected) == (4, 5, 6)
+    for metric in (PUBLISH, END_TO_END, END_TO_END_UNCORRECTED):
         assert np.array_equal(back.histogram(metric).index, sent.histogram(metric).index)
         assert np.array_equal(back.histogram(metric).counts, sent.histogram(metric).counts)
 
@@ -93,3 +95,14 @@ def test_a_rate_change_needs_a_positive_finite_rate_and_the_lag_choice(body):
     with pytest.raises(ValidationError):
         wire.RateBody.model_validate(body)
     assert wire.RateBody.model_validate({"rate": 2.5, "keep_lag": True}).rate == 2.5
+
+
+def test_a_clock_body_becomes_the_consumer_workers_table():
+    body = wire.ClockBody.model_validate(
+        {"own_offset_ns": 250, "producers": [[0, 2, 10], [2, 1, -5]]}
+    )
+    table = body.table()
+    ids = np.array([0, 1 << 40, 2 << 40, 3 << 40], dtype=np.int64)
+    assert table.shifts(ids).tolist() == [240, 240, 255, 0]
+    with pytest.raises(ValidationError, match="own_offset_ns"):
+        wire.ClockBody.model_validate({"producers": []})

@@ -1,4 +1,4 @@
-from loadgen.report.console import format_aggregate, format_interval
+from loadgen.report.console import format_aggregate, format_clock_correction, format_interval
 
 
 def test_interval_line_shows_rates_backlog_errors_and_percentiles_in_ms(make_interval):
@@ -14,3 +14,31 @@ def test_aggregate_has_a_line_per_latency(make_interval):
     text = format_aggregate(make_interval())
     assert len(text.splitlines()) == 5
     assert "Aggregated end-to-end" in text and "4.000" in text
+
+
+def _result(p50_ms, bound_ms, applied=True):
+    pair = {"producerWorker": "a", "consumerWorker": "b", "shiftMs": 250.0, "boundMs": bound_ms}
+    return {
+        "aggregatedEndToEndLatency50pct": p50_ms,
+        "aggregatedEndToEndLatencyUncorrected50pct": p50_ms + 250,
+        "run": {
+            "clockCorrection": {
+                "applied": applied,
+                "pairs": [pair],
+                "maxShiftMs": 250.0,
+                "boundMs": bound_ms,
+            }
+        },
+    }
+
+
+def test_the_console_says_how_large_the_correction_was_and_warns_when_its_bound_beats_p50():
+    quiet = format_clock_correction(_result(7.0, 0.2))
+    assert "up to 250.000 ms over 1 worker pair(s), bound +/-0.200 ms" in quiet
+    assert "(uncorrected 257.000 ms)" in quiet and "WARNING" not in quiet
+    assert "WARNING" in format_clock_correction(_result(0.1, 0.2))
+    assert format_clock_correction(_result(7.0, 0.2, applied=False)) is None
+    assert format_clock_correction({"run": {}}) is None
+    unmeasured = _result(7.0, 0.2)
+    del unmeasured["aggregatedEndToEndLatencyUncorrected50pct"]  # no interval reached the end
+    assert "uncorrected" not in format_clock_correction(unmeasured)

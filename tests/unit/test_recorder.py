@@ -22,10 +22,10 @@ def test_consumer_recorder_counts_bytes_once_per_take():
     now = time.time_ns()
     recorder.on_message(b"x" * 100, now - 2_000_000, 42, now - 5_000_000, 3)
     first = recorder.take()
-    assert first.received_bytes == 100
-    assert first.end_to_end[0] >= 2_000_000
-    from_intended, message_id, partition = first.deliveries
-    assert from_intended >= 5_000_000 and (message_id, partition) == (42, 3)
+    assert first.received_bytes == 100 and first.received == 1
+    e2e, from_intended, message_id, partition = first.deliveries
+    assert e2e >= 2_000_000 and from_intended >= 5_000_000
+    assert (message_id, partition) == (42, 3)
     assert recorder.take().received_bytes == 0
 
 
@@ -37,7 +37,7 @@ def test_take_while_writers_append_loses_and_duplicates_nothing():
 
     def write():
         for i in range(per_writer):
-            recorder.on_message(b"p", 0, i, 0, i % 7)
+            recorder.on_message(b"p", -i, i, 0, i % 7)  # a latency that names its id
 
     def read():
         while not done.is_set():
@@ -53,11 +53,14 @@ def test_take_while_writers_append_loses_and_duplicates_nothing():
         thread.join()
     done.set()
     reader.join()
-    assert sum(len(sample.end_to_end) for sample in taken) == per_writer * writers
-    assert len([s for s in taken if s.end_to_end]) > 1  # the reader really swapped mid-stream
+    assert sum(sample.received for sample in taken) == per_writer * writers
+    assert len([s for s in taken if s.received]) > 1  # the reader really swapped mid-stream
     rows = [list(s.deliveries) for s in taken]
-    assert all(len(r) % 3 == 0 for r in rows)  # no delivery split over two takes
-    ids = [i for r in rows for i in r[1::3]]
-    partitions = [p for r in rows for p in r[2::3]]
+    assert all(len(r) % 4 == 0 for r in rows)  # no delivery split over two takes
+    ids = [i for r in rows for i in r[2::4]]
     assert len(ids) == per_writer * writers
+    # every row's latency and partition belong to its id (the clock correction needs that)
+    sent_at = [now - e2e for r in rows for now, e2e in zip(r[1::4], r[0::4], strict=True)]
+    partitions = [p for r in rows for p in r[3::4]]
     assert all(p == i % 7 for i, p in zip(ids, partitions, strict=True))
+    assert all(s == -i for i, s in zip(ids, sent_at, strict=True))

@@ -39,17 +39,44 @@ def best_offset(samples: Iterable[Sample]) -> ClockOffset:
     return min(estimates, key=lambda estimate: estimate.round_trip_ns)
 
 
-def e2e_skew_bound_ns(offsets: Mapping[str, ClockOffset], pairs: Iterable[tuple[str, str]]) -> int:
+@dataclass(frozen=True)
+class PairShift:
+    """How far one producer/consumer worker pair's end-to-end latencies are off."""
+
+    producer: str
+    consumer: str
+    shift_ns: int
+    """``offset(consumer) - offset(producer)``: what the two clocks add to each latency."""
+    bound_ns: int
+    """How far ``shift_ns`` may be from the truth: the sum of the two estimates' bounds."""
+
+
+def pair_shifts(
+    offsets: Mapping[str, ClockOffset], pairs: Iterable[tuple[str, str]]
+) -> list[PairShift]:
+    """The shift of every ``(producer worker, consumer worker)`` pair of two workers (a worker
+    paired with itself reads one clock: no shift)."""
+    return [
+        PairShift(
+            producer,
+            consumer,
+            offsets[consumer].offset_ns - offsets[producer].offset_ns,
+            offsets[producer].bound_ns + offsets[consumer].bound_ns,
+        )
+        for producer, consumer in pairs
+        if producer != consumer
+    ]
+
+
+def e2e_skew_bound_ns(shifts: Iterable[PairShift], *, corrected: bool) -> int:
     """How far end-to-end latency can be off because producer and consumer clocks differ.
 
-    ``pairs`` are the ``(producer worker, consumer worker)`` pairs that share a topic. A message
-    sent on P and received on C measures its latency plus ``offset(C) - offset(P)``, and the
-    estimates are uncertain by their bounds; the worst pair decides, 0 when every pair is one
-    worker.
+    ``shifts`` are those of the worker pairs that share a topic. A message sent on P and
+    received on C measures its latency plus the pair's shift, known to within its bound; once
+    corrected by the shift only the bound remains. The worst pair decides, 0 when every pair is
+    one worker.
     """
-    worst = 0
-    for producer, consumer in pairs:
-        if producer != consumer:
-            p, c = offsets[producer], offsets[consumer]
-            worst = max(worst, abs(c.offset_ns - p.offset_ns) + p.bound_ns + c.bound_ns)
-    return worst
+    return max(
+        ((0 if corrected else abs(s.shift_ns)) + s.bound_ns for s in shifts),
+        default=0,
+    )

@@ -5,6 +5,8 @@ and consumers are placed by :mod:`.split`; interval stats of all workers are mer
 :func:`~loadgen.stats.merge_all`, so counts add and percentiles come from the merged histograms.
 A worker that stops answering is reported once, left out from then on, and ends the run with
 ``stopReason: worker-lost``; what every worker measured until then stays in the result.
+Workers given by URL may run on hosts whose clocks differ: their measured offsets correct the
+end-to-end latencies (:mod:`loadgen.worker.skew`); processes started here share one clock.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from loadgen.cluster import wire
 from loadgen.cluster.client import CONNECT_TIMEOUT_S, ControlPlane, WorkerClient
-from loadgen.cluster.clock import ClockOffset, e2e_skew_bound_ns
+from loadgen.cluster.clock import ClockOffset, PairShift, e2e_skew_bound_ns, pair_shifts
 from loadgen.cluster.split import Assignment, split
 from loadgen.errors import ConfigError, WorkerError, WorkerLost
 from loadgen.spec.driver_spec import DriverSpec
@@ -44,9 +46,29 @@ def _ms(ns: int) -> float:
     return round(ns / 1e6, 3)
 
 
+def _correction(applied: bool, shifts: Sequence[PairShift]) -> dict[str, Any]:
+    """The result's ``run.clockCorrection``: whether the e2e latencies were corrected, by how
+    much per worker pair, and how far the correction itself may be off (its bound)."""
+    return {
+        "applied": applied,
+        "pairs": [
+            {
+                "producerWorker": s.producer,
+                "consumerWorker": s.consumer,
+                "shiftMs": _ms(s.shift_ns),
+                "boundMs": _ms(s.bound_ns),
+            }
+            for s in shifts
+        ],
+        "maxShiftMs": _ms(max((abs(s.shift_ns) for s in shifts), default=0)),
+        "boundMs": _ms(max((s.bound_ns for s in shifts), default=0)),
+    }
+
+
 class Ensemble:
     """Drives the workers at ``urls`` as one :class:`~loadgen.worker.contract.Worker`;
-    ``wait_s`` is how long each may take to answer first."""
+    ``wait_s`` is how long each may take to answer first; ``correct_clocks`` when they may run
+    on hosts of their own."""
 
     def __init__(
         self,
@@ -55,6 +77,8 @@ class Ensemble:
         spec: DriverSpec,
         rule: str,
         wait_s: float = CONNECT_TIMEOUT_S,
+        *,
+        correct_clocks: bool = False,
     ):
         self._plane = plane
         self._wait_s = wait_s
@@ -66,6 +90,8 @@ class Ensemble:
         self._assignments = [Assignment() for _ in self._clients]
         self._totals = {client.url: Totals() for client in self._clients}
         self._offsets: dict[str, ClockOffset] = {}
+        self._correct_clocks = correct_clocks
+        self._clocks_corrected = False
         self._affinity: dict[str, list[int] | None] = {}
         self.lost: dict[str, str] = {}
         """Workers that stopped answering, with what was seen."""
@@ -217,6 +243,28 @@ class Ensemble:
         shares = [a.producers for a in self._assignments]
         firsts = [sum(len(share) for share in shares[:i]) for i in range(len(shares))]
         self._create("/producers", "topics", shares, [{"first_number": first} for first in firsts])
+        shifts = self._shifts()
+        if self._correct_clocks and shifts and any(s.shift_ns for s in shifts):
+            self._send_clock_tables(
+                [(first, len(share)) for first, share in zip(firsts, shares, strict=True)]
+            )
+
+    def _send_clock_tables(self, numbers: Sequence[tuple[int, int]]) -> None:
+        """Every consumer's worker learns the offset of each producer's worker
+        (``numbers``: each worker's first producer number and producer count)."""
+        producers = [
+            (first, count, self._offsets[client.url].offset_ns)
+            for client, (first, count) in zip(self._clients, numbers, strict=True)
+            if count
+        ]
+
+        def send(client: WorkerClient) -> Awaitable[dict[str, Any]]:
+            own = self._offsets[client.url].offset_ns
+            body = wire.ClockBody(own_offset_ns=own, producers=producers)
+            return client.request("POST", "/clock/correction", body.model_dump())
+
+        self._each(send, self._with(lambda a: a.consumers))
+        self._clocks_corrected = True
 
     def _create(
         self,
@@ -373,27 +421,35 @@ class Ensemble:
         return [answer["ledger"] for _, answer in answers]
 
     def placement(self) -> dict[str, Any]:
-        """Worker URLs (the leader first), roles, clock offsets and the e2e skew bound."""
+        """Worker URLs (the leader first), roles, clock offsets, their correction and the e2e
+        skew bound."""
         pairs = zip(self._clients, self._assignments, strict=True)
         roles = {client.url: assignment.role for client, assignment in pairs}
         measured = self._offsets
-        sharing = self._sharing_pairs()
+        shifts = self._shifts()
         bound = (
-            e2e_skew_bound_ns(measured, sharing)
-            if all(p in measured and c in measured for p, c in sharing)
-            else None
+            None if shifts is None else e2e_skew_bound_ns(shifts, corrected=self._clocks_corrected)
         )
         return {
             "workers": [c.url for c in self._clients],
             "clockOffsetsMs": {url: _ms(o.offset_ns) for url, o in measured.items()},
             "clockOffsetBoundsMs": {url: _ms(o.bound_ns) for url, o in measured.items()},
             "e2eClockSkewBoundMs": None if bound is None else _ms(bound),
+            "clockCorrection": _correction(self._clocks_corrected, shifts or []),
             "split": self._rule,
             "workerRoles": roles,
             "workerTotals": {url: wire.totals_to_json(t) for url, t in self._totals.items()},
             "workerCpuAffinity": dict(self._affinity),
             "lostWorkers": dict(self.lost),
         }
+
+    def _shifts(self) -> list[PairShift] | None:
+        """The clock shifts of the worker pairs that share a topic; ``None`` if an offset is
+        missing."""
+        sharing = self._sharing_pairs()
+        if not all(p in self._offsets and c in self._offsets for p, c in sharing):
+            return None
+        return pair_shifts(self._offsets, sharing)
 
     @property
     def interrupted(self) -> bool:

@@ -100,7 +100,8 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
     rule = placement.rule(spec)
     if placement.workers:
         urls = list(placement.workers)
-        with _ensemble(urls, spec, rule, placement.token, placement.workers_wait_s) as ensemble:
+        wait_s = placement.workers_wait_s
+        with _ensemble(urls, spec, rule, placement.token, wait_s, correct_clocks=True) as ensemble:
             yield ensemble
         return
     processes = workers_needed(rule, placement.processes, workload.topics)
@@ -124,9 +125,11 @@ def _ensemble(
     rule: str,
     token: str | None,
     wait_s: float = CONNECT_TIMEOUT_S,
+    *,
+    correct_clocks: bool = False,
 ) -> Iterator[Ensemble]:
     plane = ControlPlane(token)
     try:
-        yield Ensemble(plane, urls, spec, rule, wait_s)
+        yield Ensemble(plane, urls, spec, rule, wait_s, correct_clocks=correct_clocks)
     finally:
         plane.close()

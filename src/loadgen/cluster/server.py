@@ -149,6 +149,7 @@ def make_app(routes: _Routes, token: str | None, max_body_bytes: int) -> web.App
             web.post("/consumers", routes.blocking(s.create_consumers, wire.ConsumersBody)),
             web.post("/consumers/catch-up", routes.blocking(s.pause_catch_up, wire.PauseBody)),
             web.post("/producers", routes.blocking(s.create_producers, wire.ProducersBody)),
+            web.post("/clock/correction", routes.blocking(s.correct_clocks, wire.ClockBody)),
             web.post("/probe/send", routes.blocking(s.send_probes, wire.TimeoutBody)),
             web.post("/probe/end", routes.blocking(s.end_probe)),
             web.post("/load/start", routes.blocking(s.start_load, wire.LoadBody)),

@@ -78,6 +78,9 @@ class WorkerService:
     def create_producers(self, body: wire.ProducersBody) -> None:
         self.worker.create_producers(body.topics, body.first_number)
 
+    def correct_clocks(self, body: wire.ClockBody) -> None:
+        self.worker.correct_clocks(body.table())
+
     def send_probes(self, body: wire.TimeoutBody) -> None:
         self.worker.send_probes(body.timeout_s)
 

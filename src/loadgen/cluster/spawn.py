@@ -15,7 +15,7 @@ import selectors
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from loadgen.errors import WorkerError
@@ -61,11 +61,14 @@ def start_worker_process(
     *,
     bind: str = "127.0.0.1:0",
     wrapper: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen:
     """``loadgen worker`` on ``bind`` (a free loopback port by default; pinned to ``cpu`` if
     given), ended by closing its stdin; read its URL with :func:`announced_url`. ``wrapper`` is
-    a command that runs it (``ip netns exec NS`` puts it on a simulated host)."""
+    a command that runs it (``ip netns exec NS`` puts it on a simulated host); ``extra_env`` is
+    added to its environment (a skewed clock in tests and benchmarks)."""
     env = {key: value for key, value in os.environ.items() if key != TOKEN_ENV}
+    env |= extra_env or {}
     if token:
         env[TOKEN_ENV] = token
     command = [sys.executable, "-m", "loadgen", *_verbosity(), "worker"]

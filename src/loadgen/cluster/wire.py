@@ -14,10 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loadgen import hdr
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import METRICS, ROLE_METRICS, IntervalStats
+from loadgen.stats import ALL_METRICS, IntervalStats
 from loadgen.worker.local import Totals
+from loadgen.worker.skew import ClockTable
 
-PROTOCOL = 4
+PROTOCOL = 5
 """Bumped when a request or answer changes shape; coordinator and worker must agree."""
 
 
@@ -73,6 +74,17 @@ class ProducersBody(Body):
     topics: list[str]
     first_number: int = Field(default=0, ge=0, lt=2**23)
     """The run-wide number of the first producer (message ids carry it)."""
+
+
+class ClockBody(Body):
+    """A consumer's worker's clock correction (:mod:`loadgen.worker.skew`)."""
+
+    own_offset_ns: int
+    producers: list[tuple[int, int, int]]
+    """``(first producer number, count, offset ns)`` per worker that has producers."""
+
+    def table(self) -> ClockTable:
+        return ClockTable(self.own_offset_ns, [tuple(p) for p in self.producers])
 
 
 class TimeoutBody(Body):
@@ -131,6 +143,7 @@ def stats_to_json(stats: IntervalStats) -> dict[str, Any]:
         "received": stats.received,
         "bytesReceived": stats.bytes_received,
         "negativeE2e": stats.negative_e2e,
+        "negativeE2eUncorrected": stats.negative_e2e_uncorrected,
         "duplicates": stats.duplicates,
         "outOfOrder": stats.out_of_order,
         "receivedCatchUp": stats.received_catch_up,
@@ -149,6 +162,7 @@ def stats_from_json(data: dict[str, Any]) -> IntervalStats:
         received=data["received"],
         bytes_received=data["bytesReceived"],
         negative_e2e=data["negativeE2e"],
+        negative_e2e_uncorrected=data["negativeE2eUncorrected"],
         duplicates=data["duplicates"],
         out_of_order=data["outOfOrder"],
         received_catch_up=data["receivedCatchUp"],
@@ -156,7 +170,7 @@ def stats_from_json(data: dict[str, Any]) -> IntervalStats:
         histograms={
             metric: hdr.decode(metric, text)
             for metric, text in data["histograms"].items()
-            if metric in METRICS + ROLE_METRICS
+            if metric in ALL_METRICS
         },
     )
 

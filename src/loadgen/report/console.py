@@ -84,6 +84,29 @@ def delivery_warning(result: dict[str, Any]) -> str | None:
     )
 
 
+def format_clock_correction(result: dict[str, Any]) -> str | None:
+    """What the workers' clock offsets did to end-to-end latency, with a warning when the
+    correction's bound exceeds the corrected p50; ``None`` when nothing was corrected."""
+    correction = result.get("run", {}).get("clockCorrection")
+    if not correction or not correction["applied"]:
+        return None
+    p50, bound = result["aggregatedEndToEndLatency50pct"], correction["boundMs"]
+    uncorrected = result.get("aggregatedEndToEndLatencyUncorrected50pct")  # none if none measured
+    lines = [
+        f"Clock correction: end-to-end shifted by the workers' clock offsets, up to "
+        f"{correction['maxShiftMs']:.3f} ms over {len(correction['pairs'])} worker pair(s), "
+        f"bound +/-{bound:.3f} ms; e2e p50 {p50:.3f} ms"
+        + ("" if uncorrected is None else f" (uncorrected {uncorrected:.3f} ms)")
+    ]
+    if bound > p50:
+        lines.append(
+            f"WARNING: the clock correction's bound ({bound:.3f} ms) exceeds the corrected "
+            f"end-to-end p50 ({p50:.3f} ms): end-to-end figures are uncertain by more than "
+            "their median"
+        )
+    return "\n".join(lines)
+
+
 def format_outages(outages: list[dict[str, Any]]) -> str | None:
     """The result's ``outages`` (:mod:`loadgen.scenarios.outages`) in a line each, or ``None``."""
     if not outages:

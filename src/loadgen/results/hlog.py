@@ -14,7 +14,7 @@ from pathlib import Path
 
 from loadgen import hdr
 from loadgen.results.files import write_text_atomic
-from loadgen.stats import METRICS, IntervalStats
+from loadgen.stats import IntervalStats, recorded_metrics
 
 FORMAT_VERSION = "1.3"
 LEGEND = '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"'
@@ -50,7 +50,7 @@ def hlog_path(result_path: Path, metric: str) -> Path:
 def write_hlogs(result_path: Path, intervals: list[IntervalStats], started_ms: int) -> list[Path]:
     """One log per latency metric, next to the result at ``result_path``."""
     paths = []
-    for metric in METRICS:
+    for metric in recorded_metrics(intervals):
         path = hlog_path(result_path, metric)
         write_text_atomic(path, hlog_text(metric, intervals, started_ms))
         paths.append(path)

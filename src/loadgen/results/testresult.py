@@ -20,13 +20,14 @@ from loadgen.scenarios.catch_up import CatchUpOutcome
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
-    METRICS,
+    END_TO_END_UNCORRECTED,
     PUBLISH,
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
     IntervalStats,
     measured_intervals,
     merge_all,
+    recorded_metrics,
 )
 
 SUFFIXES = ("Avg", "50pct", "75pct", "95pct", "99pct", "999pct", "9999pct", "Max")
@@ -171,13 +172,18 @@ def build_test_result(
     }
     result |= _aggregated("PublishFromIntendedLatency", whole(PUBLISH_FROM_INTENDED), _ms)
     result |= _aggregated("EndToEndFromIntendedLatency", whole(END_TO_END_FROM_INTENDED), _ms)
+    metrics = recorded_metrics(intervals)
+    if END_TO_END_UNCORRECTED in metrics:  # the workers' clock offsets corrected endToEnd
+        uncorrected = whole(END_TO_END_UNCORRECTED)
+        result |= _aggregated("EndToEndLatencyUncorrected", uncorrected, _ms)
+        result["negativeEndToEndUncorrected"] = sum(s.negative_e2e_uncorrected for s in intervals)
     result |= _delivery_fields(accounting, measured)
     result["histograms"] = {
         metric: {
             "aggregated": hdr.encode(whole(metric)),
             "periods": [hdr.encode(h) for h in period(metric)],
         }
-        for metric in METRICS
+        for metric in metrics
     }
     if catch_up is not None:
         result["histograms"] |= role_histograms(intervals)

@@ -19,12 +19,20 @@ from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, Consumer, Driver, Pro
 from loadgen.errors import DriverError
 from loadgen.keys import key_source
 from loadgen.payload import PROBE_PAYLOAD
-from loadgen.recorder import ConsumerRecorder, ProducerRecorder
+from loadgen.recorder import (
+    DELIVERY,
+    E2E,
+    FROM_INTENDED,
+    MESSAGE_ID,
+    ConsumerRecorder,
+    ProducerRecorder,
+)
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_CATCH_UP,
     END_TO_END_FROM_INTENDED,
     END_TO_END_TAILING,
+    END_TO_END_UNCORRECTED,
     PUBLISH,
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
@@ -33,6 +41,7 @@ from loadgen.stats import (
 from loadgen.worker.names import topic_names
 from loadgen.worker.plan import Subscription
 from loadgen.worker.producer_loop import ProducerLoop
+from loadgen.worker.skew import ClockTable
 
 log = logging.getLogger("loadgen.worker")
 
@@ -90,6 +99,15 @@ def _as_int64(chunks: list) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
 
 
+def _joined(columns: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate([np.empty(0, dtype=np.int64), *columns])
+
+
+def _stamped_negatives(latencies: np.ndarray) -> int:
+    """Negative latencies (clock skew), not counting messages without a send time."""
+    return int(np.count_nonzero((latencies < 0) & (latencies > UNSTAMPED_BELOW)))
+
+
 class LocalWorker:
     """Creates the load on one driver in this process and measures it."""
 
@@ -107,6 +125,7 @@ class LocalWorker:
         self._loop: ProducerLoop | None = None
         self._message_size = 0
         self._id_bases: list[int] = []
+        self._clocks: ClockTable | None = None
         self.ledger = Ledger()
         self.totals = Totals()
 
@@ -158,6 +177,11 @@ class LocalWorker:
             self._id_bases.append(message_id_base(number))
             self.ledger.add_producer(number, topic)
 
+    def correct_clocks(self, table: ClockTable) -> None:
+        """From the next snapshot on, correct end-to-end latencies by the producers' and this
+        worker's clock offsets, and record the uncorrected ones as ``endToEndUncorrected``."""
+        self._clocks = table
+
     # -- readiness ----------------------------------------------------------------------------
     def probe(self, expected_received: int, timeout_s: float) -> None:
         """OMB's readiness check: one probe message per producer, then wait for delivery.
@@ -197,7 +221,7 @@ class LocalWorker:
 
     def end_probe(self) -> None:
         """Count the probe messages in the totals and drop their latencies."""
-        counts = [len(recorder.take().end_to_end) for recorder in self._consumer_recorders]
+        counts = [recorder.take().received for recorder in self._consumer_recorders]
         received = sum(counts)
         self.totals.received_catch_up += sum(self._of_catch_up(counts))
         self.totals.probe_received = received
@@ -252,37 +276,46 @@ class LocalWorker:
         return self.totals.sent + len(self._producer_recorder.publish)
 
     def received_so_far(self) -> int:
-        return self.totals.received + sum(len(r.end_to_end) for r in self._consumer_recorders)
+        return self.totals.received + sum(r.received for r in self._consumer_recorders)
 
     def progress(self) -> Progress:
         return Progress(self.sent_so_far(), self.received_so_far(), self._producer_recorder.errors)
 
     def received_catch_up_so_far(self) -> int:
-        pending = self._of_catch_up([len(r.end_to_end) for r in self._consumer_recorders])
+        pending = self._of_catch_up([r.received for r in self._consumer_recorders])
         return self.totals.received_catch_up + sum(pending)
 
     def _of_catch_up(self, per_consumer: list) -> list:
         pairs = zip(per_consumer, self._catch_up, strict=True)
         return [item for item, catch_up in pairs if catch_up]
 
+    def _latencies(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """End-to-end and from-intended latencies of delivery ``rows``, clock-corrected when
+        this worker has a :class:`ClockTable`."""
+        e2e, from_intended = rows[:, E2E], rows[:, FROM_INTENDED]
+        if self._clocks is None:
+            return e2e, from_intended
+        shifts = self._clocks.shifts(rows[:, MESSAGE_ID])
+        return e2e - shifts, from_intended - shifts
+
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats:
         """Take everything recorded since the last snapshot as one interval."""
         produced = self._producer_recorder.take()
         consumed = [recorder.take() for recorder in self._consumer_recorders]
-        e2e = _as_int64([sample.end_to_end for sample in consumed])
-        deliveries = [
-            np.frombuffer(sample.deliveries, dtype=np.int64).reshape(-1, 3) for sample in consumed
+        rows = [
+            np.frombuffer(sample.deliveries, dtype=np.int64).reshape(-1, len(DELIVERY))
+            for sample in consumed
         ]
-        from_intended = np.concatenate(
-            [np.empty(0, np.int64), *(rows[:, 0] for rows in deliveries)]
-        )
+        latencies = [self._latencies(each) for each in rows]
+        e2e = _joined([each for each, _ in latencies])
+        from_intended = _joined([each for _, each in latencies])
         counts = self.ledger.record(
-            [rows[:, 1:] for rows in deliveries], _as_int64([produced.acked])
+            [each[:, MESSAGE_ID:] for each in rows], _as_int64([produced.acked])
         )
         sent, received = len(produced.publish), len(e2e)
-        negative = int(np.count_nonzero((e2e < 0) & (e2e > UNSTAMPED_BELOW)))
+        negative = _stamped_negatives(e2e)
         catch_up = self._of_catch_up(consumed)
-        received_catch_up = sum(len(sample.end_to_end) for sample in catch_up)
+        received_catch_up = sum(sample.received for sample in catch_up)
         self.totals.sent += sent
         self.totals.received += received
         self.totals.received_catch_up += received_catch_up
@@ -297,10 +330,20 @@ class LocalWorker:
                 END_TO_END_FROM_INTENDED, from_intended[from_intended >= 0]
             ),
         }
+        negative_uncorrected = negative
+        if self._clocks is not None:
+            raw = _joined([each[:, E2E] for each in rows])
+            uncorrected = hdr.record_ns(END_TO_END_UNCORRECTED, raw[raw >= 0])
+            histograms[END_TO_END_UNCORRECTED] = uncorrected
+            negative_uncorrected = _stamped_negatives(raw)
         if any(self._catch_up):
-            tailing = [s for s, c in zip(consumed, self._catch_up, strict=True) if not c]
-            for metric, samples in ((END_TO_END_TAILING, tailing), (END_TO_END_CATCH_UP, catch_up)):
-                values = _as_int64([sample.end_to_end for sample in samples])
+            e2e_each = [each for each, _ in latencies]
+            tailing = [e for e, c in zip(e2e_each, self._catch_up, strict=True) if not c]
+            for metric, parts in (
+                (END_TO_END_TAILING, tailing),
+                (END_TO_END_CATCH_UP, self._of_catch_up(e2e_each)),
+            ):
+                values = _joined(parts)
                 histograms[metric] = hdr.record_ns(metric, values[values >= 0])
         return IntervalStats(
             start_ms=start_ms,
@@ -311,6 +354,7 @@ class LocalWorker:
             received=received,
             bytes_received=sum(sample.received_bytes for sample in consumed),
             negative_e2e=negative,
+            negative_e2e_uncorrected=negative_uncorrected,
             duplicates=counts.duplicates,
             out_of_order=counts.out_of_order,
             received_catch_up=received_catch_up,

@@ -1,0 +1,116 @@
+"""The stores a Kafka driver file names really reach librdkafka's TLS handshake.
+
+tansu 0.6.0 cannot serve TLS (its ``--cert`` listener still speaks plain Kafka) nor SASL users,
+so the handshake is checked against a TLS server on 127.0.0.1 that demands a client
+certificate: librdkafka, configured only through :func:`to_librdkafka`, must verify the server
+with the truststore's CA and present the keystore's certificate.
+"""
+
+import socket
+import ssl
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from drivers.kafka.config import to_librdkafka
+from loadgen.testing.certs import make_certs
+
+HANDSHAKE_TIMEOUT_S = 10.0
+
+
+class TlsServer:
+    """Accepts TLS connections that must carry a client certificate; records what it saw."""
+
+    def __init__(self, certs) -> None:
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(certs.ca))
+        self.context.load_cert_chain(str(certs.server.cert), str(certs.server.key))
+        self.context.verify_mode = ssl.CERT_REQUIRED
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.peers: list[str] = []
+        self.failures: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self._stop.set()
+        self._thread.join(5)
+        self.listener.close()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            connection.settimeout(2)
+            try:
+                with self.context.wrap_socket(connection, server_side=True) as tls:
+                    subject = dict(pair[0] for pair in tls.getpeercert()["subject"])
+                    self.peers.append(subject["commonName"])
+            except (ssl.SSLError, OSError) as error:
+                self.failures.append(str(error))
+                connection.close()
+
+
+def java_ssl(keystore, truststore) -> dict[str, str]:
+    return {
+        "security.protocol": "SSL",
+        "ssl.keystore.location": str(keystore),
+        "ssl.keystore.password": "kspass",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.truststore.location": str(truststore),
+        "ssl.truststore.password": "tspass",
+        "ssl.truststore.type": "PKCS12",
+    }
+
+
+def wait_for(condition, timeout_s: float = HANDSHAKE_TIMEOUT_S) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.integration
+def test_librdkafka_presents_the_pkcs12_keystore_and_trusts_the_pkcs12_truststore(test_certs):
+    settings = java_ssl(
+        test_certs.pkcs12(test_certs.client, "kspass", "tls-client"),
+        test_certs.truststore("tspass", "tls-trust"),
+    )
+    with TlsServer(test_certs) as server:
+        producer = Producer({
+            **to_librdkafka("commonConfig", settings, "k.yaml"),
+            "bootstrap.servers": f"127.0.0.1:{server.port}", "log_level": 0,
+        })  # fmt: skip
+        seen = wait_for(lambda: producer.poll(0.05) is not None and server.peers)
+        assert seen, f"no client certificate reached the server: {server.failures}"
+        assert server.peers[0] == "loadgen-client"
+
+
+@pytest.mark.integration
+def test_librdkafka_refuses_a_server_the_truststore_does_not_vouch_for(test_certs, tmp_path):
+    other = make_certs(tmp_path / "other", ca_name="another-ca")
+    settings = java_ssl(
+        test_certs.pkcs12(test_certs.client, "kspass", "tls-client-2"),
+        other.truststore("tspass", "other-trust"),
+    )
+    errors: list[str] = []
+    with TlsServer(test_certs) as server:
+        producer = Producer({
+            **to_librdkafka("commonConfig", settings, "k.yaml"),
+            "bootstrap.servers": f"127.0.0.1:{server.port}", "log_level": 0,
+            "error_cb": lambda error: errors.append(error.str()),
+        })  # fmt: skip
+        assert wait_for(lambda: producer.poll(0.05) is not None and errors)
+        assert not server.peers
+    assert "certificate verify failed" in " ".join(errors), errors

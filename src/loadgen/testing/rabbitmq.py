@@ -3,7 +3,8 @@
 The node runs as the calling user with its own name, ports, data and logs in a scratch folder
 (HOME there too, for the Erlang cookie), so it never touches a system RabbitMQ and every start is
 clean. Node, distribution port and epmd all listen on loopback only. epmd outlives the node;
-when this start launched it, :meth:`LocalBroker.stop` stops it too.
+when this start launched it, :meth:`LocalBroker.stop` stops it too. A :class:`TlsListener`
+adds an ``amqps`` listener on 127.0.0.1 beside the plain one (none by default).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pika
@@ -29,6 +31,28 @@ LOCAL_DRIVER_SETTINGS = {"producerCreationDelay": 0, "consumerCreationDelay": 0}
 """A local node opens connections in a few ms: OMB's 100 ms pacing would only slow tests."""
 
 
+@dataclass(frozen=True)
+class TlsListener:
+    """An ``amqps`` listener on 127.0.0.1:``port`` with these PEM files; ``verify_peer`` makes
+    the node check a client certificate when one is sent (it never demands one)."""
+
+    port: int
+    cacertfile: Path
+    certfile: Path
+    keyfile: Path
+
+    def config(self) -> str:
+        """rabbitmq.conf lines (new-style sysctl format)."""
+        return (
+            f"listeners.ssl.1 = 127.0.0.1:{self.port}\n"
+            f"ssl_options.cacertfile = {self.cacertfile}\n"
+            f"ssl_options.certfile = {self.certfile}\n"
+            f"ssl_options.keyfile = {self.keyfile}\n"
+            "ssl_options.verify = verify_peer\n"
+            "ssl_options.fail_if_no_peer_cert = false\n"
+        )
+
+
 def node_name(port: int) -> str:
     return f"loadgen{port}@localhost"
 
@@ -38,7 +62,11 @@ def rabbitmq_installed() -> bool:
 
 
 def start_rabbitmq(
-    port: int | None = None, data_dir: Path | None = None, *, detach: bool = False
+    port: int | None = None,
+    data_dir: Path | None = None,
+    *,
+    detach: bool = False,
+    tls: TlsListener | None = None,
 ) -> LocalBroker:
     """Start a node on 127.0.0.1:``port`` (a free one by default); return once it accepts logins.
 
@@ -58,7 +86,7 @@ def start_rabbitmq(
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
             [str(SERVER)],
-            env=_node_environment(chosen, folder),
+            env=_node_environment(chosen, folder, tls),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -79,14 +107,18 @@ def start_rabbitmq(
 
     try:
         _wait_ready(process, uri)
+        if tls and not port_open(tls.port):
+            raise DriverError("rabbitmq", f"no amqps listener on 127.0.0.1:{tls.port}")
     except DriverError:
         broker().stop()
         raise
     return broker()
 
 
-def _node_environment(port: int, folder: Path) -> dict[str, str]:
+def _node_environment(port: int, folder: Path, tls: TlsListener | None) -> dict[str, str]:
     dist_port = free_port()
+    config = folder / "rabbitmq.conf"
+    config.write_text(tls.config() if tls else "")
     return {
         **os.environ,
         "HOME": str(folder / "home"),
@@ -98,6 +130,7 @@ def _node_environment(port: int, folder: Path) -> dict[str, str]:
         "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
         "RABBITMQ_MNESIA_BASE": str(folder / "mnesia"),
         "RABBITMQ_LOG_BASE": str(folder / "log"),
+        "RABBITMQ_CONFIG_FILE": str(config),
     }
 
 

@@ -6,9 +6,6 @@ certificate: librdkafka, configured only through :func:`to_librdkafka`, must ver
 with the truststore's CA and present the keystore's certificate.
 """
 
-import socket
-import ssl
-import threading
 import time
 
 import pytest
@@ -16,48 +13,9 @@ from confluent_kafka import Producer
 
 from drivers.kafka.config import to_librdkafka
 from loadgen.testing.certs import make_certs
+from loadgen.testing.tls_server import TlsServer
 
 HANDSHAKE_TIMEOUT_S = 10.0
-
-
-class TlsServer:
-    """Accepts TLS connections that must carry a client certificate; records what it saw."""
-
-    def __init__(self, certs) -> None:
-        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(certs.ca))
-        self.context.load_cert_chain(str(certs.server.cert), str(certs.server.key))
-        self.context.verify_mode = ssl.CERT_REQUIRED
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.2)
-        self.port = self.listener.getsockname()[1]
-        self.peers: list[str] = []
-        self.failures: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_):
-        self._stop.set()
-        self._thread.join(5)
-        self.listener.close()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                connection, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            connection.settimeout(2)
-            try:
-                with self.context.wrap_socket(connection, server_side=True) as tls:
-                    subject = dict(pair[0] for pair in tls.getpeercert()["subject"])
-                    self.peers.append(subject["commonName"])
-            except (ssl.SSLError, OSError) as error:
-                self.failures.append(str(error))
-                connection.close()
 
 
 def java_ssl(keystore, truststore) -> dict[str, str]:
@@ -92,9 +50,9 @@ def test_librdkafka_presents_the_pkcs12_keystore_and_trusts_the_pkcs12_truststor
             **to_librdkafka("commonConfig", settings, "k.yaml"),
             "bootstrap.servers": f"127.0.0.1:{server.port}", "log_level": 0,
         })  # fmt: skip
-        seen = wait_for(lambda: producer.poll(0.05) is not None and server.peers)
+        seen = wait_for(lambda: producer.poll(0.05) is not None and server.handshakes)
         assert seen, f"no client certificate reached the server: {server.failures}"
-        assert server.peers[0] == "loadgen-client"
+        assert server.handshakes[0] == "loadgen-client"
 
 
 @pytest.mark.integration
@@ -112,5 +70,5 @@ def test_librdkafka_refuses_a_server_the_truststore_does_not_vouch_for(test_cert
             "error_cb": lambda error: errors.append(error.str()),
         })  # fmt: skip
         assert wait_for(lambda: producer.poll(0.05) is not None and errors)
-        assert not server.peers
+        assert not server.handshakes
     assert "certificate verify failed" in " ".join(errors), errors

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -19,18 +20,10 @@ from loadgen.testing.require import unavailable
 
 pytestmark = pytest.mark.integration
 
-WORKLOAD = {
-    "name": "amqps",
-    "topics": 1,
-    "partitionsPerTopic": 2,
-    "messageSize": 100,
-    "subscriptionsPerTopic": 1,
-    "consumerPerSubscription": 1,
-    "producersPerTopic": 1,
-    "producerRate": 200,
-    "testDurationMinutes": 1,
-    "warmupDurationMinutes": 0,
-}
+SHIPPED_WORKLOAD = (
+    Path(__file__).resolve().parents[2] / "configs/workloads/1-topic-16-partitions-1kb-10k.yaml"
+)
+SMALL = {"partitionsPerTopic": 2, "producerRate": 200, "warmupDurationMinutes": 0}
 REFUSAL_DEADLINE_S = 15.0
 
 
@@ -63,7 +56,8 @@ def loadgen(*args, cwd):
 def write_run_files(tmp_path, uri, **driver):
     config = {"name": "RabbitMQ", "driver": "rabbitmq", "amqpUris": [uri], **driver}
     (tmp_path / "driver.yaml").write_text(yaml.safe_dump(config))
-    (tmp_path / "workload.yaml").write_text(yaml.safe_dump(WORKLOAD))
+    workload = yaml.safe_load(SHIPPED_WORKLOAD.read_text()) | SMALL
+    (tmp_path / "workload.yaml").write_text(yaml.safe_dump(workload))
 
 
 def test_a_run_over_amqps_with_a_client_certificate_receives_every_message(
@@ -97,7 +91,8 @@ def other_certs(tmp_path_factory):
     [
         ("localhost", {}, "self-signed certificate in certificate chain"),
         ("127.0.0.1", {"server_name_indication": "wrong.example"}, "Hostname mismatch"),
-        ("localhost", {"certfile": "other", "keyfile": "other"}, "UNKNOWN_CA"),
+        # TLS 1.3: the server's alert comes after the client's handshake, or is lost in the close
+        ("localhost", {"certfile": "other", "keyfile": "other"}, "UNKNOWN_CA|SSLEOFError"),
     ],
     ids=["system CAs only", "wrong hostname", "client cert of another CA"],
 )
@@ -119,7 +114,8 @@ def test_a_tls_refusal_is_exit_3_naming_tls_and_the_address(
     )  # fmt: skip
     assert run.returncode == 3, run.stderr[-3000:]
     assert seconds < REFUSAL_DEADLINE_S
-    assert "TLS handshake failed" in run.stderr and reason in run.stderr
+    assert "TLS handshake failed" in run.stderr
+    assert any(one in run.stderr for one in reason.split("|")), run.stderr[-2000:]
     assert f"{host}:{tls_node.port}" in run.stderr and "guest:guest" not in run.stderr
 
 

@@ -113,7 +113,7 @@ class Driver:
             ) from None
         except AMQPError as error:  # a TLS alert from the server comes as a lost stream
             detail = repr(error)
-            if "SSLError" in detail:
+            if "SSL" in detail:  # SSLError with the alert, or SSLEOFError when it is lost
                 detail = f"TLS handshake failed: {detail}"
             raise BrokerUnreachable("rabbitmq", mask_password(uri), detail) from None
         except ssl.SSLError as error:  # pika lets the client's own verdict through unwrapped

@@ -3,12 +3,16 @@
 tansu 0.6.0 cannot serve TLS (its ``--cert`` listener still speaks plain Kafka) nor SASL users,
 so the handshake is checked against a TLS server on 127.0.0.1 that demands a client
 certificate: librdkafka, configured only through :func:`to_librdkafka`, must verify the server
-with the truststore's CA and present the keystore's certificate.
+with the truststore's CA and present the keystore's certificate. ``loadgen probe kafka+ssl://``
+must take the driver file's truststore and name a TLS refusal.
 """
 
+import subprocess
+import sys
 import time
 
 import pytest
+import yaml
 from confluent_kafka import Producer
 
 from drivers.kafka.config import to_librdkafka
@@ -72,3 +76,33 @@ def test_librdkafka_refuses_a_server_the_truststore_does_not_vouch_for(test_cert
         assert wait_for(lambda: producer.poll(0.05) is not None and errors)
         assert not server.handshakes
     assert "certificate verify failed" in " ".join(errors), errors
+
+
+def probe(url, driver_file, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "loadgen", "probe", url, "-d", str(driver_file), "--duration", "1s"],
+        cwd=cwd, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.integration
+def test_probe_on_kafka_ssl_uses_the_files_truststore_and_names_a_tls_refusal(test_certs, tmp_path):
+    other = make_certs(tmp_path / "other", ca_name="another-ca")
+    driver = {"name": "Kafka", "driver": "kafka", "producerConfig": {}, "consumerConfig": {}}
+    for name, certs in (("ours", test_certs), ("theirs", other)):
+        store = certs.truststore("tspass", f"probe-{name}")
+        common = {"ssl.truststore.location": str(store), "ssl.truststore.password": "tspass"}
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(driver | {"commonConfig": common}))
+    with TlsServer(test_certs, require_client_cert=False) as server:
+        url = f"kafka+ssl://localhost:{server.port}"
+        trusted = probe(url, tmp_path / "ours.yaml", tmp_path)
+        assert server.handshakes  # TLS came up; the server speaks no Kafka, so: unreachable
+        assert trusted.returncode == 3 and "SSL handshake failed" not in trusted.stderr
+        started = time.monotonic()
+        refused = probe(url, tmp_path / "theirs.yaml", tmp_path)
+    assert refused.returncode == 3 and time.monotonic() - started < 15
+    assert f"unreachable at localhost:{server.port}" in refused.stderr
+    assert (
+        "SSL handshake failed" in refused.stderr and "certificate verify failed" in refused.stderr
+    )
+    assert "tspass" not in refused.stderr + trusted.stderr

@@ -155,9 +155,26 @@ def test_jks_is_found_by_its_magic_and_refused_with_the_keytool_command(tmp_path
     )
 
 
-def test_the_keytool_command_turns_a_real_jks_into_a_store_loadgen_reads(test_certs, tmp_path):
+def needs_keytool():
     if shutil.which("keytool") is None:
         pytest.skip("keytool (a JDK) is not installed")
+
+
+def test_a_java_made_pkcs12_truststore_is_read(test_certs, tmp_path):
+    """keytool stores a CA as a trusted-certificate entry (no key), unlike openssl."""
+    needs_keytool()
+    truststore = tmp_path / "java-truststore.p12"
+    subprocess.run(
+        ["keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", str(test_certs.ca),
+         "-keystore", str(truststore), "-storetype", "PKCS12", "-storepass", "tspass"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    settings = {"ssl.truststore.location": str(truststore), "ssl.truststore.password": "tspass"}
+    assert translate(**settings) == {"ssl.ca.pem": test_certs.ca.read_text()}
+
+
+def test_the_keytool_command_turns_a_real_jks_into_a_store_loadgen_reads(test_certs, tmp_path):
+    needs_keytool()
     source = test_certs.pkcs12(test_certs.client, "kspass", "from-openssl")
     jks = tmp_path / "client.jks"
     subprocess.run(

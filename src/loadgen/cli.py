@@ -865,6 +865,9 @@ def probe(
 ) -> None:
     """Probe the broker at URL (kafka://, amqp://, pulsar://, tcp:// for Pravega) for latency.
 
+    Secured: kafka+ssl://, amqps:// (?cacertfile=...), pulsar+ssl://, tls://; SASL and
+    key/trust stores come from a -d driver file.
+
     Prints publish and end-to-end p50/p99/max every second; exits 1 when a threshold is
     breached, 3 when the broker is unreachable.
     """

@@ -4,7 +4,10 @@ A probe is a tiny tailing run (one topic, one partition, one producer, one consu
 intervals, no warm-up) on the same engine as ``loadgen run``, so its numbers mean the same.
 The URL scheme picks the driver; a driver YAML (``-d``) may supply the client settings, with the
 URL's address taking the place of the file's. Without one, the settings are latency-minded
-defaults for a real cluster: ``acks=all`` and no linger for Kafka, confirms for RabbitMQ. The
+defaults for a real cluster: ``acks=all`` and no linger for Kafka, confirms for RabbitMQ.
+Secured clusters: ``kafka+ssl://`` sets ``security.protocol=SSL`` (a driver file's SASL_SSL is
+kept, with its SASL and store settings); ``amqps://`` takes its CA from the URL's query or the
+file's ``tls`` block; ``pulsar+ssl://`` its trust settings from the file's ``client``. The
 Kafka consumer always starts at the topic's end, and assigns itself the partition unless the file
 says ``consumerAssignment: subscribe``.
 """
@@ -12,6 +15,7 @@ says ``consumerAssignment: subscribe``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +38,7 @@ METRICS = {"publish": PUBLISH, "e2e": END_TO_END}
 """``--metric`` names and the histogram each judges."""
 TOPIC_KINDS = ("kafka",)
 """Drivers whose probe leaves nothing behind on a topic it keeps (Kafka: no queue to delete)."""
+SECURITY_PROTOCOL_LINE = re.compile(r"^\s*security\.protocol\s*[=:]\s*(\S+)", re.MULTILINE)
 PROBE_PERCENTILES = (50.0, 99.0)
 """What each per-second line shows besides the max; the summary adds p99.9."""
 
@@ -68,6 +73,19 @@ def _kafka(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _kafka_ssl(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """``kafka+ssl://``: TLS, unless the driver file already asks for SASL over TLS."""
+    merged = _kafka(url, config)
+    common = merged["commonConfig"]
+    if isinstance(common, Mapping):
+        protocols = [str(common.get("security.protocol", ""))]
+    else:  # .properties text: the last line for a key wins
+        protocols = SECURITY_PROTOCOL_LINE.findall(common) or [""]
+    if "SSL" not in protocols[-1].upper():
+        merged["commonConfig"] = _set_property(common, "security.protocol", "SSL")
+    return merged
+
+
 def _rabbitmq(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
     return {**config, "amqpUris": [url]}
 
@@ -82,6 +100,7 @@ def _pravega(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
 
 SCHEMES: dict[str, tuple[str, str, Callable[[str, Mapping[str, Any]], dict[str, Any]]]] = {
     "kafka": ("kafka", "Kafka", _kafka),
+    "kafka+ssl": ("kafka", "Kafka", _kafka_ssl),
     "amqp": ("rabbitmq", "RabbitMQ", _rabbitmq),
     "amqps": ("rabbitmq", "RabbitMQ", _rabbitmq),
     "pulsar": ("pulsar", "Pulsar", _pulsar),

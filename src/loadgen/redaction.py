@@ -17,6 +17,8 @@ SECRET_MARKERS = (
     "sasl.jaas",
     "private",
     "authentication.data",  # Pulsar's token or basic-auth JSON: client.authentication.data
+    "ssl.key.pem",  # librdkafka's in-memory private key (from a PKCS12 keystore)
+    "keystore.key",  # Java's PEM private key inline: ssl.keystore.key
 )
 
 
@@ -47,9 +49,11 @@ def looks_secret(key: str) -> bool:
 def _redact_text(text: str) -> str:
     lines = []
     for line in text.splitlines() or [text]:
-        key, sep, _ = line.partition("=")
-        if sep and looks_secret(key):
-            line = f"{key}=<redacted>"
+        # a .properties line separates at its first '=' or ':' (``sasl.password: x``)
+        cuts = [i for i in (line.find("="), line.find(":")) if i > 0]
+        cut = min(cuts) if cuts else -1
+        if cut > 0 and looks_secret(line[:cut]):
+            line = f"{line[:cut]}{line[cut]}<redacted>"
         lines.append(_strip_userinfo(line))
     return "\n".join(lines)
 

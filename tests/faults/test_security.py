@@ -133,8 +133,15 @@ SECRET = "s3cret-" + secrets.token_hex(8)
 
 def kafka_driver(broker):
     config = dict(broker.driver_config)
-    # librdkafka keeps SASL/SSL passwords even on a PLAINTEXT connection, so the run works
-    config["commonConfig"] += f"\nsasl.password={SECRET}\nssl.key.password={SECRET}"
+    # librdkafka keeps SASL/SSL passwords even on a PLAINTEXT connection, so the run works;
+    # the JAAS text (OMB's way) becomes sasl.username/sasl.password on the way
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="loadgen" password="{SECRET}";'
+    )
+    config["commonConfig"] += (
+        f"\nssl.key.password={SECRET}\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}"
+    )
     return {"name": "Kafka", "driver": "kafka", **config}
 
 

@@ -58,3 +58,17 @@ def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):
     assert run["cpuCount"] == os.cpu_count()
     assert run["cpuAffinity"] == sorted(os.sched_getaffinity(0))
     assert run["loadgenVersion"] == loadgen.__version__
+
+
+def test_properties_lines_with_a_colon_and_in_memory_keys_are_redacted():
+    config = {
+        "commonConfig": "sasl.password: hunter2\nssl.truststore.location: /etc/ts.p12\n"
+        'sasl.jaas.config: x required password="pw2";',
+        "translated": {"ssl.key.pem": "-----BEGIN PRIVATE KEY-----k", "ssl.keystore.key": "k2"},
+    }
+    redacted = redact(config)
+    text = repr(redacted)
+    assert "hunter2" not in text and "pw2" not in text and "BEGIN PRIVATE" not in text
+    assert "k2" not in text
+    assert "sasl.password:<redacted>" in redacted["commonConfig"]
+    assert "ssl.truststore.location: /etc/ts.p12" in redacted["commonConfig"]

@@ -114,3 +114,23 @@ def test_nothing_measured_is_a_breach_and_an_interrupt_alone_is_not_a_failure():
     broken = RunOutcome(incomplete=True, stop_reason="error", stop_detail="connection lost")
     assert _verdict(broken, ProbeSettings()).stopped == "error: connection lost"
     assert _verdict(broken, ProbeSettings()).failed
+
+
+def test_a_kafka_ssl_url_turns_tls_on_and_keeps_a_driver_files_sasl_ssl(tmp_path):
+    spec = driver_for_url("kafka+ssl://broker.example:9093")
+    assert spec.kind == "kafka"
+    assert "bootstrap.servers=broker.example:9093" in spec.config["commonConfig"]
+    assert "security.protocol=SSL" in spec.config["commonConfig"]
+    path = tmp_path / "sasl.yaml"
+    path.write_text(
+        "name: K\ndriver: kafka\ncommonConfig: |\n  bootstrap.servers=old:1\n"
+        "  security.protocol=SASL_SSL\n  sasl.mechanism=SCRAM-SHA-512\n"
+        "producerConfig: {}\nconsumerConfig: {}\n"
+    )
+    common = driver_for_url("kafka+ssl://h:9093", path).config["commonConfig"]
+    assert "security.protocol=SASL_SSL" in common and "security.protocol=SSL\n" not in common
+    assert "sasl.mechanism=SCRAM-SHA-512" in common and "bootstrap.servers=h:9093" in common
+    plain = path.read_text().replace("SASL_SSL", "PLAINTEXT")
+    path.write_text(plain)
+    common = driver_for_url("kafka+ssl://h:9093", path).config["commonConfig"]
+    assert common.rstrip().endswith("security.protocol=SSL")

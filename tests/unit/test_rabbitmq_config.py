@@ -152,3 +152,36 @@ def test_creation_is_paced_after_every_batch_like_omb(monkeypatch):
     for _ in range(12):
         unpaced.next()
     assert slept == [0.1, 0.1]
+
+
+def test_amqps_tls_query_keys_are_taken_out_for_pika_and_override_the_file(tmp_path):
+    from drivers.rabbitmq.config import connection_parameters
+    from drivers.rabbitmq.tls import TlsSettings, settings_for, split_tls_query
+
+    uri = "amqps://u:p@h:5671/%2F?heartbeat=5&verify=verify_none&server_name_indication=x.example"
+    assert split_tls_query(uri) == (
+        "amqps://u:p@h:5671/%2F?heartbeat=5",
+        {"verify": "verify_none", "server_name_indication": "x.example"},
+    )
+    file_block = TlsSettings(server_name_indication="file.example")
+    settings = settings_for(uri, file_block)
+    assert settings.verify == "verify_none" and settings.server_name_indication == "x.example"
+    assert settings_for("amqp://h", file_block) is None
+    parameters = connection_parameters(uri, 1.0, file_block)
+    assert parameters.heartbeat == 5 and parameters.ssl_options.server_hostname == "x.example"
+    assert connection_parameters("amqp://h", 1.0, file_block).ssl_options is None
+
+
+@pytest.mark.parametrize(
+    "query, named",
+    [
+        ("cacertfile=/nonexistent/ca.pem", "cacertfile /nonexistent/ca.pem"),
+        ("verify=verify_maybe", "verify"),
+    ],
+)
+def test_bad_amqps_tls_settings_are_config_errors_naming_the_uri(tmp_path, query, named):
+    text = f"name: R\ndriver: rabbitmq\namqpUris: ['amqps://u:secretpw@h/%2F?{query}']\n"
+    with pytest.raises(ConfigError) as caught:
+        validate(tmp_path, text)
+    message = str(caught.value)
+    assert "amqpUris[0]" in message and named in message and "secretpw" not in message

@@ -10,6 +10,9 @@ librdkafka; the Java-only ones are handled here, explicitly:
   librdkafka's maximum, with one warning.
 * ``default.api.timeout.ms``, ``max.block.ms``, ``metadata.max.idle.ms``,
   ``interceptor.classes``: no librdkafka equivalent; dropped with one warning.
+* security settings (SASL/JAAS, key and trust stores): see :mod:`drivers.kafka.security`;
+  ``ssl.protocol``, ``ssl.enabled.protocols`` and the key/trust manager algorithms are dropped
+  with a warning (librdkafka takes OpenSSL's protocol defaults).
 * anything else goes to librdkafka, and a key or value it rejects is a ConfigError naming the
   file and key path.
 
@@ -26,7 +29,9 @@ from typing import Any, Literal
 from confluent_kafka import KafkaException, Producer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from drivers.kafka.security import SECURITY_KEYS, translate_security
 from loadgen.errors import ConfigError
+from loadgen.redaction import looks_secret
 
 log = logging.getLogger("loadgen.kafka")
 
@@ -42,6 +47,10 @@ DROPPED_WITH_WARNING = {
     "max.block.ms",
     "metadata.max.idle.ms",
     "interceptor.classes",
+    "ssl.protocol",
+    "ssl.enabled.protocols",
+    "ssl.keymanager.algorithm",
+    "ssl.trustmanager.algorithm",
 }
 
 
@@ -105,9 +114,9 @@ def to_librdkafka(
     section: str, properties: Mapping[str, str], source: str | None
 ) -> dict[str, str]:
     """Translate one properties block; warn once per dropped Java-only key."""
-    translated = {}
+    translated = translate_security(section, properties, source)
     for key, value in properties.items():
-        if key in DROPPED_SILENTLY:
+        if key in DROPPED_SILENTLY or key in SECURITY_KEYS or key in translated:
             continue
         if key in DROPPED_WITH_WARNING:
             log.warning("%s: %s.%s has no librdkafka equivalent; ignored", source, section, key)
@@ -140,7 +149,9 @@ def check_with_librdkafka(section: str, conf: Mapping[str, str], source: str | N
     try:
         Producer({**offline, "log_level": 0}) if section != "consumerConfig" else _consumer(offline)
     except KafkaException as error:
-        message = (error.args[0].str() if error.args else str(error)).strip()
+        message = _without_secrets(
+            (error.args[0].str() if error.args else str(error)).strip(), conf
+        )
         key = _rejected_key(message, conf)
         raise ConfigError(
             message,
@@ -149,6 +160,14 @@ def check_with_librdkafka(section: str, conf: Mapping[str, str], source: str | N
             value=conf.get(key) if key else None,
             allowed="librdkafka configuration properties (see librdkafka CONFIGURATION.md)",
         ) from None
+
+
+def _without_secrets(message: str, conf: Mapping[str, str]) -> str:
+    """librdkafka may quote a rejected value; a secret one must not reach the console."""
+    for key, value in conf.items():
+        if value and looks_secret(key):
+            message = message.replace(value, "<redacted>")
+    return message
 
 
 def _consumer(conf: Mapping[str, str]) -> None:

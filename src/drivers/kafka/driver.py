@@ -307,6 +307,8 @@ class Driver:
         }
         self._admin_conf = common
         self._admin: AdminClient | None = None
+        self._admin_errors: list[str] = []
+        """What librdkafka reported while connecting (a TLS or SASL failure says why there)."""
 
     @classmethod
     def validate_config(cls, spec: DriverSpec) -> KafkaConfig:
@@ -335,8 +337,13 @@ class Driver:
 
     def _admin_client(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self._admin_conf, logger=client_log)
+            self._admin = AdminClient(
+                {**self._admin_conf, "error_cb": self._on_admin_error}, logger=client_log
+            )
         return self._admin
+
+    def _on_admin_error(self, error: KafkaError) -> None:
+        self._admin_errors[:] = [error.str()]
 
     def check_reachable(self, timeout_s: float) -> None:
         address = self.config.bootstrap_servers or "<no bootstrap.servers>"
@@ -348,7 +355,11 @@ class Driver:
                 return
             except KafkaException as error:
                 if time.monotonic() >= deadline:
-                    raise BrokerUnreachable("kafka", address, str(error.args[0])) from None
+                    self._admin_client().poll(0)  # serves the error callbacks
+                    detail = str(error.args[0])
+                    if self._admin_errors:  # e.g. "SSL handshake failed: ... verify failed"
+                        detail += f"; librdkafka: {self._admin_errors[-1]}"
+                    raise BrokerUnreachable("kafka", address, detail) from None
 
     def create_topics(self, topics: list[TopicSpec]) -> None:
         replication = self.config.replication_factor or -1

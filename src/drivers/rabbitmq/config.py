@@ -10,12 +10,22 @@ anything connects.
 
 from __future__ import annotations
 
+import ssl
 from enum import StrEnum
 from urllib.parse import urlsplit, urlunsplit
 
 import pika
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from drivers.rabbitmq.tls import TlsSettings, settings_for, split_tls_query, ssl_options
 from loadgen.errors import ConfigError
 
 DEFAULT_PORT = 5672
@@ -57,6 +67,8 @@ class RabbitMqConfig(BaseModel):
     recovery_interval_ms: int = Field(default=1000, alias="recoveryIntervalMs", ge=0)
     """How often a dropped connection is reopened (the Java client's networkRecoveryInterval,
     5000 ms there); 0: never, a lost connection ends its producers and consumers."""
+    tls: TlsSettings = Field(default_factory=TlsSettings)
+    """loadgen's: TLS settings for every ``amqps://`` URI (a URI's own query keys win)."""
 
     @field_validator("queue_type", "exchange_type", mode="before")
     @classmethod
@@ -81,14 +93,21 @@ class RabbitMqConfig(BaseModel):
 
 
 def check_uris(config: RabbitMqConfig, source: str | None) -> None:
-    """Every ``amqpUris`` entry must parse; errors show the URI with its password masked."""
+    """Every ``amqpUris`` entry must parse, and an ``amqps`` one's CA, certificate and key
+    files must load; errors show the URI with its password masked."""
     for index, uri in enumerate(config.amqp_uris):
         problem = None
         if urlsplit(uri).scheme not in ("amqp", "amqps"):
             problem = "not an amqp:// or amqps:// URI"
         else:
             try:
-                pika.URLParameters(uri)
+                connection_parameters(uri, 1.0, config.tls)
+            except ValidationError as error:
+                problem = "; ".join(
+                    f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
+                )
+            except (OSError, ssl.SSLError) as error:
+                problem = f"TLS files: {error}"
             except Exception as error:
                 problem = str(error)
         if problem:
@@ -97,7 +116,9 @@ def check_uris(config: RabbitMqConfig, source: str | None) -> None:
                 file=source,
                 path=f"amqpUris[{index}]",
                 value=mask_password(uri),
-                allowed="amqp://user:password@host:port/vhost",
+                allowed="amqp://user:password@host:port/vhost, or amqps://...?cacertfile=F"
+                "&certfile=F&keyfile=F&verify=verify_peer|verify_none"
+                "&server_name_indication=HOST|disable",
             )
 
 
@@ -111,9 +132,15 @@ def mask_password(uri: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
-def connection_parameters(uri: str, timeout_s: float) -> pika.URLParameters:
-    """Parameters for ``uri`` that give up after ``timeout_s`` instead of retrying."""
-    parameters = pika.URLParameters(uri)
+def connection_parameters(
+    uri: str, timeout_s: float, tls: TlsSettings | None = None
+) -> pika.URLParameters:
+    """Parameters for ``uri`` that give up after ``timeout_s`` instead of retrying; an
+    ``amqps`` URI gets a TLS context from its query keys over ``tls``."""
+    parameters = pika.URLParameters(split_tls_query(uri)[0])
+    settings = settings_for(uri, tls or TlsSettings())
+    if settings is not None:
+        parameters.ssl_options = ssl_options(parameters.host, settings)
     parameters.connection_attempts = 1
     parameters.socket_timeout = timeout_s
     parameters.stack_timeout = timeout_s

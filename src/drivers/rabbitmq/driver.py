@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -105,13 +106,20 @@ class Driver:
 
     def _blocking(self, uri: str, timeout_s: float) -> pika.BlockingConnection:
         try:
-            return pika.BlockingConnection(connection_parameters(uri, timeout_s))
+            return pika.BlockingConnection(connection_parameters(uri, timeout_s, self.config.tls))
         except ProbableAuthenticationError as error:
             raise DriverError(
                 "rabbitmq", f"{mask_password(uri)} refused the credentials: {error!r}"
             ) from None
-        except AMQPError as error:
-            raise BrokerUnreachable("rabbitmq", mask_password(uri), repr(error)) from None
+        except AMQPError as error:  # a TLS alert from the server comes as a lost stream
+            detail = repr(error)
+            if "SSL" in detail:  # SSLError with the alert, or SSLEOFError when it is lost
+                detail = f"TLS handshake failed: {detail}"
+            raise BrokerUnreachable("rabbitmq", mask_password(uri), detail) from None
+        except ssl.SSLError as error:  # pika lets the client's own verdict through unwrapped
+            raise BrokerUnreachable(
+                "rabbitmq", mask_password(uri), f"TLS handshake failed: {error}"
+            ) from None
 
     def check_reachable(self, timeout_s: float) -> None:
         for uri in self.config.amqp_uris:
@@ -220,7 +228,7 @@ class Driver:
             if connection.address == address and connection.has_room:
                 return pump, connection
         connection = SharedConnection(
-            connection_parameters(uri, CONNECT_TIMEOUT_S),
+            connection_parameters(uri, CONNECT_TIMEOUT_S, self.config.tls),
             address,
             pump.loop,
             pump.wake,
@@ -252,7 +260,7 @@ class Driver:
         def connect() -> None:  # on the loop thread, which owns the connection
             made.append(
                 SharedConnection(
-                    connection_parameters(uri, CONNECT_TIMEOUT_S),
+                    connection_parameters(uri, CONNECT_TIMEOUT_S, self.config.tls),
                     address,
                     loop_thread.loop,
                     on_change,

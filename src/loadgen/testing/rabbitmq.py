@@ -4,7 +4,9 @@ The node runs as the calling user with its own name, ports, data and logs in a s
 (HOME there too, for the Erlang cookie), so it never touches a system RabbitMQ and every start is
 clean. Node, distribution port and epmd all listen on loopback only; the AMQP listener may be
 given another address (a bridge that simulated hosts reach, :mod:`loadgen.testing.hosts`). epmd
-outlives the node; when this start launched it, :meth:`LocalBroker.stop` stops it too.
+outlives the node; when this start launched it, :meth:`LocalBroker.stop` stops it too. A
+:class:`TlsListener` adds an ``amqps`` listener on 127.0.0.1 beside the plain one (none by
+default).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pika
@@ -31,6 +34,28 @@ LOCAL_DRIVER_SETTINGS = {"producerCreationDelay": 0, "consumerCreationDelay": 0}
 """A local node opens connections in a few ms: OMB's 100 ms pacing would only slow tests."""
 
 
+@dataclass(frozen=True)
+class TlsListener:
+    """An ``amqps`` listener on 127.0.0.1:``port`` with these PEM files; ``verify_peer`` makes
+    the node check a client certificate when one is sent (it never demands one)."""
+
+    port: int
+    cacertfile: Path
+    certfile: Path
+    keyfile: Path
+
+    def config(self) -> str:
+        """rabbitmq.conf lines (new-style sysctl format)."""
+        return (
+            f"listeners.ssl.1 = 127.0.0.1:{self.port}\n"
+            f"ssl_options.cacertfile = {self.cacertfile}\n"
+            f"ssl_options.certfile = {self.certfile}\n"
+            f"ssl_options.keyfile = {self.keyfile}\n"
+            "ssl_options.verify = verify_peer\n"
+            "ssl_options.fail_if_no_peer_cert = false\n"
+        )
+
+
 def node_name(port: int) -> str:
     return f"loadgen{port}@localhost"
 
@@ -45,6 +70,7 @@ def start_rabbitmq(
     *,
     detach: bool = False,
     host: str = "127.0.0.1",
+    tls: TlsListener | None = None,
 ) -> LocalBroker:
     """Start a node with AMQP on ``host``:``port`` (a free one by default); return once it
     accepts logins.
@@ -65,7 +91,7 @@ def start_rabbitmq(
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
             [str(SERVER)],
-            env=_node_environment(host, chosen, folder),
+            env=_node_environment(host, chosen, folder, tls),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -86,14 +112,20 @@ def start_rabbitmq(
 
     try:
         _wait_ready(process, uri)
+        if tls and not port_open(tls.port):
+            raise DriverError("rabbitmq", f"no amqps listener on 127.0.0.1:{tls.port}")
     except DriverError:
         broker().stop()
         raise
     return broker()
 
 
-def _node_environment(host: str, port: int, folder: Path) -> dict[str, str]:
+def _node_environment(
+    host: str, port: int, folder: Path, tls: TlsListener | None
+) -> dict[str, str]:
     dist_port = free_port()
+    config = folder / "rabbitmq.conf"
+    config.write_text(tls.config() if tls else "")
     return {
         **os.environ,
         "HOME": str(folder / "home"),
@@ -106,6 +138,7 @@ def _node_environment(host: str, port: int, folder: Path) -> dict[str, str]:
         + _guest_beyond_loopback(host),
         "RABBITMQ_MNESIA_BASE": str(folder / "mnesia"),
         "RABBITMQ_LOG_BASE": str(folder / "log"),
+        "RABBITMQ_CONFIG_FILE": str(config),
     }
 
 

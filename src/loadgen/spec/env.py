@@ -20,7 +20,9 @@ REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 def expand_env(value: Any, *, file: str | None, path: str = "") -> Any:
     """``value`` with every reference in its strings (at any depth) replaced.
 
-    A variable that is unset, with no default, is a ConfigError naming the field and the variable.
+    As in the shell, the default also stands in for an empty value; a variable unset or empty
+    with no default is a ConfigError naming the field and the variable (an empty broker address
+    would otherwise fail later, far from its cause).
     """
     if isinstance(value, str):
         return REFERENCE.sub(lambda match: _lookup(match, file, path), value)
@@ -36,10 +38,10 @@ def expand_env(value: Any, *, file: str | None, path: str = "") -> Any:
 
 def _lookup(match: re.Match[str], file: str | None, path: str) -> str:
     name, default = match.group(1), match.group(2)
-    found = os.environ.get(name, default)
+    found = os.environ.get(name) or default
     if found is None:
         raise ConfigError(
-            f"the environment variable {name} is not set",
+            f"the environment variable {name} is not set or empty",
             file=file,
             path=path,
             value=match.group(0),

@@ -1,10 +1,11 @@
 # The loadgen image: a worker by default (`loadgen worker` on 0.0.0.0:8080, which needs
 # -e LOADGEN_TOKEN=...); `IMAGE run ...` makes it a coordinator instead. It carries every
-# driver's client: Kafka, RabbitMQ, Pulsar and Pravega.
+# driver's client: Kafka, RabbitMQ, Pulsar and Pravega. `--target spark` adds the Spark pipeline
+# (PySpark and a Java 17 runtime, about 1.1 GB more).
 #
 # BASE is any Debian-like image with Python >= 3.11 and its venv module; the official one by
 # default. Without a registry, `--build-arg BASE=...` names one made locally (README, "Container
-# image").
+# image and compose").
 ARG BASE=python:3.11-slim
 
 # Wheels are built and installed into a virtual environment here, and only the environment is
@@ -18,11 +19,14 @@ COPY src ./src
 RUN python3 -m venv /opt/loadgen/venv \
  && /opt/loadgen/venv/bin/pip install '.[pulsar,pravega]'
 
-FROM ${BASE}
+FROM build AS build-spark
+RUN /opt/loadgen/venv/bin/pip install '.[pulsar,pravega,spark]'
+
+# What every image shares: the user, the environment, the entrypoint.
+FROM ${BASE} AS runtime
 # MPLCONFIGDIR: the report's charts need a writable matplotlib cache whatever --user runs them.
 ENV PATH=/opt/loadgen/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 MPLCONFIGDIR=/tmp/matplotlib
-COPY --from=build /opt/loadgen/venv /opt/loadgen/venv
 COPY configs /opt/loadgen/configs
 RUN useradd --create-home --uid 10001 --user-group loadgen
 USER 10001:10001
@@ -30,3 +34,17 @@ WORKDIR /home/loadgen
 EXPOSE 8080
 ENTRYPOINT ["loadgen"]
 CMD ["worker", "--bind", "0.0.0.0:8080"]
+
+FROM runtime AS spark
+USER root
+# man1 must exist for the JRE's postinst on slim images, which leave out manual pages.
+RUN mkdir -p /usr/share/man/man1 \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build-spark /opt/loadgen/venv /opt/loadgen/venv
+USER 10001:10001
+
+# The default target comes last.
+FROM runtime
+COPY --from=build /opt/loadgen/venv /opt/loadgen/venv

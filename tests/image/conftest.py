@@ -2,7 +2,7 @@
 
 No registry is needed: the base is made from Debian's packages with mmdebstrap (Debian's python3
 is 3.11, as the image needs) and imported, then the Dockerfile builds on it through
-``--build-arg BASE``, exactly as an air-gapped user would. Nothing is cached across runs.
+``--build-arg BASE``, as a user without a registry would. Nothing is cached across runs.
 Where podman cannot run (not installed, not root) the tests skip, and fail under
 LOADGEN_REQUIRE_BROKERS=1.
 """

@@ -1,16 +1,50 @@
-# Worker / coordinator image. By default it serves `loadgen worker` on port 8080, which needs a
-# token (-e LOADGEN_TOKEN=...); `docker run IMAGE run ...` makes it a coordinator instead.
-FROM python:3.11-slim
+# The loadgen image: a worker by default (`loadgen worker` on 0.0.0.0:8080, which needs
+# -e LOADGEN_TOKEN=...); `IMAGE run ...` makes it a coordinator instead. It carries every
+# driver's client: Kafka, RabbitMQ, Pulsar and Pravega. `--target spark` adds the Spark pipeline
+# (PySpark and a Java 17 runtime, about 1.1 GB more).
+#
+# BASE is any Debian-like image with Python >= 3.11 and its venv module; the official one by
+# default. Without a registry, `--build-arg BASE=...` names one made locally (README, "Container
+# image and compose").
+ARG BASE=python:3.11-slim
 
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
-WORKDIR /opt/loadgen
+# Wheels are built and installed into a virtual environment here, and only the environment is
+# copied on: no source tree, build tools or pip caches in the image. A venv, not the system
+# site-packages, because Debian's python3 marks those as externally managed.
+FROM ${BASE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /build
 COPY pyproject.toml README.md ./
 COPY src ./src
-COPY configs ./configs
-RUN pip install . \
- && useradd --create-home --uid 10001 loadgen
-USER loadgen
+RUN python3 -m venv /opt/loadgen/venv \
+ && /opt/loadgen/venv/bin/pip install '.[pulsar,pravega]'
+
+FROM build AS build-spark
+RUN /opt/loadgen/venv/bin/pip install '.[pulsar,pravega,spark]'
+
+# What every image shares: the user, the environment, the entrypoint.
+FROM ${BASE} AS runtime
+# MPLCONFIGDIR: the report's charts need a writable matplotlib cache whatever --user runs them.
+ENV PATH=/opt/loadgen/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 MPLCONFIGDIR=/tmp/matplotlib
+COPY configs /opt/loadgen/configs
+RUN useradd --create-home --uid 10001 --user-group loadgen
+USER 10001:10001
 WORKDIR /home/loadgen
 EXPOSE 8080
 ENTRYPOINT ["loadgen"]
 CMD ["worker", "--bind", "0.0.0.0:8080"]
+
+FROM runtime AS spark
+USER root
+# man1 must exist for the JRE's postinst on slim images, which leave out manual pages.
+RUN mkdir -p /usr/share/man/man1 \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build-spark /opt/loadgen/venv /opt/loadgen/venv
+USER 10001:10001
+
+# The default target comes last.
+FROM runtime
+COPY --from=build /opt/loadgen/venv /opt/loadgen/venv

@@ -105,3 +105,35 @@ def test_validate_passes_lenient_on_to_the_driver(tmp_path):
     path = write(tmp_path, "name: M\ndriver: memory\npollIntervalMss: 1\n")
     assert "did you mean 'pollIntervalMs'" in str(error_for(validate_file, path))
     assert validate_file(path, lenient=True) == "driver"
+
+
+def test_environment_references_are_expanded_at_any_depth(tmp_path, monkeypatch):
+    monkeypatch.setenv("LG_TEST_BOOTSTRAP", "broker-1:9092,broker-2:9092")
+    monkeypatch.setenv("LG_TEST_EMPTY", "")
+    monkeypatch.delenv("LG_TEST_UNSET", raising=False)
+    spec = load_driver_spec(
+        write(
+            tmp_path,
+            "name: Kafka\ndriver: kafka\n"
+            "commonConfig: bootstrap.servers=${LG_TEST_BOOTSTRAP}\n"
+            "producerConfig: acks=${LG_TEST_UNSET:-all}\nconsumerConfig: a=${LG_TEST_EMPTY:-1}\n"
+            "topicConfig: {retention: '${LG_TEST_UNSET:-}', keep: $literal}\n",
+        )
+    )
+    assert spec.config["commonConfig"] == "bootstrap.servers=broker-1:9092,broker-2:9092"
+    assert (spec.config["producerConfig"], spec.config["consumerConfig"]) == ("acks=all", "a=1")
+    assert spec.config["topicConfig"] == {"retention": "", "keep": "$literal"}
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_an_unset_or_empty_variable_without_default_names_field_and_variable(
+    tmp_path, monkeypatch, value
+):
+    if value is None:
+        monkeypatch.delenv("LG_TEST_VAR", raising=False)
+    else:
+        monkeypatch.setenv("LG_TEST_VAR", value)
+    path = write(tmp_path, "name: K\ndriver: kafka\nconsumerConfig: {group: '${LG_TEST_VAR}'}\n")
+    error = error_for(load_driver_spec, path)
+    assert error.path == "consumerConfig.group" and "LG_TEST_VAR" in str(error)
+    assert "${LG_TEST_VAR:-DEFAULT}" in str(error)

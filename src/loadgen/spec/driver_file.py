@@ -11,6 +11,7 @@ from typing import Any
 
 from loadgen.errors import ConfigError
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.spec.env import expand_env
 from loadgen.spec.loader import load_yaml
 
 OMB_DRIVER_CLASSES = {
@@ -25,7 +26,11 @@ SELECTORS = ("driver", "driverClass")
 def spec_from_dict(
     data: Mapping[str, Any], *, source: str | None, lenient: bool = False
 ) -> DriverSpec:
-    """A DriverSpec from a parsed driver file (or a dict built in Python); ``source`` names it."""
+    """A DriverSpec from a parsed driver file (or a dict built in Python); ``source`` names it.
+
+    ``${NAME}`` / ``${NAME:-default}`` in its strings come from the environment (spec.env).
+    """
+    data = expand_env(data, file=source)
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(

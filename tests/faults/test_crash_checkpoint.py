@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from loadgen import hdr
-from loadgen.results.hlog import METRICS, hlog_path
+from loadgen.results.hlog import hlog_path
+from loadgen.stats import METRICS
 
 pytestmark = pytest.mark.e2e
 

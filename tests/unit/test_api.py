@@ -102,7 +102,7 @@ def test_assert_slo_names_every_missed_limit_and_shows_the_table(result):
 
 def test_assert_slo_fails_a_lossy_or_erroring_run_by_default(result):
     lossy = dataclasses.replace(result, errors=3, missing=7)
-    with pytest.raises(AssertionError, match="errors<=0.0: measured 3") as caught:
+    with pytest.raises(AssertionError, match=r"errors<=0\.0: measured 3") as caught:
         loadgen.assert_slo(lossy)
     assert "missing<=0.0: measured 7" in str(caught.value)
     loadgen.assert_slo(lossy, max_errors=3, max_missing=7)
@@ -116,7 +116,7 @@ def test_a_clean_run_counts_no_lost_duplicated_or_reordered_message(result):
 
 def test_assert_slo_fails_lost_or_duplicated_messages_by_default(result):
     lossy = dataclasses.replace(result, lost=4, duplicates=2)
-    with pytest.raises(AssertionError, match="lost<=0.0: measured 4") as caught:
+    with pytest.raises(AssertionError, match=r"lost<=0\.0: measured 4") as caught:
         loadgen.assert_slo(lossy)
     assert "duplicates<=0.0: measured 2" in str(caught.value)
     loadgen.assert_slo(lossy, max_lost=4, max_duplicates=2)

@@ -12,25 +12,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from loadgen import stats as metrics
 from loadgen.results.files import write_csv_atomic
 from loadgen.results.testresult import latency_fields
-from loadgen.stats import (
-    END_TO_END,
-    END_TO_END_FROM_INTENDED,
-    PUBLISH,
-    PUBLISH_DELAY,
-    PUBLISH_FROM_INTENDED,
-    IntervalStats,
-    measured_intervals,
-    merge_all,
-)
+from loadgen.stats import IntervalStats, measured_intervals, merge_all
 
 LATENCY_COLUMNS = (
-    ("publish", PUBLISH),
-    ("publish_delay", PUBLISH_DELAY),
-    ("e2e", END_TO_END),
-    ("publish_from_intended", PUBLISH_FROM_INTENDED),
-    ("e2e_from_intended", END_TO_END_FROM_INTENDED),
+    ("publish", metrics.PUBLISH),
+    ("publish_delay", metrics.PUBLISH_DELAY),
+    ("e2e", metrics.END_TO_END),
+    ("publish_from_intended", metrics.PUBLISH_FROM_INTENDED),
+    ("e2e_from_intended", metrics.END_TO_END_FROM_INTENDED),
 )
 STATS = ("avg", "p50", "p75", "p95", "p99", "p99_9", "p99_99", "max")
 """In the order of :func:`loadgen.results.testresult.latency_fields`."""

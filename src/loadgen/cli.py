@@ -7,7 +7,7 @@ import logging
 import signal
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,12 +34,16 @@ from loadgen.report.console import (
 )
 from loadgen.report.display import display_for
 from loadgen.results.files import result_stem, write_json_atomic
+from loadgen.results.intervals_csv import write_intervals_csv
+from loadgen.results.verdict import format_checks, judge_report
 from loadgen.runner import RunReport, run_one
 from loadgen.scenarios import matrix, sweep
 from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload, load_driver_spec, load_workload, parse_duration, validate_file
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import IntervalStats, measured_intervals, merge_all
+from loadgen.thresholds import ALLOWED as SLO_GRAMMAR
+from loadgen.thresholds import Threshold, parse_all
 
 log = logging.getLogger("loadgen")
 
@@ -186,6 +190,23 @@ METRICS_HOST = click.option(
 )
 
 
+SLO = click.option(
+    "--slo",
+    multiple=True,
+    callback=lambda ctx, param, texts: parse_all(texts),
+    help="A threshold on the measured phase (repeatable), e.g. e2e.p99<20ms, publish.p50<=5ms, "
+    "rate>=0.99, lost==0: each one listed with its measured value, the verdict written into "
+    f"the result; exit 1 when one fails. Grammar: {SLO_GRAMMAR}.",
+)
+
+
+def _slo_exit(output: Output) -> None:
+    """Exit 1 naming the runs that missed a --slo threshold (after every run was made)."""
+    if output.slo_failed:
+        click.echo(f"slo: {len(output.slo_failed)} run(s) missed a threshold", err=True)
+        sys.exit(1)
+
+
 def _metrics_address(port: int | None, host: str | None) -> tuple[str, int] | None:
     """Where to serve metrics, or ``None`` when they are off."""
     if port is None:
@@ -275,6 +296,14 @@ def _metrics_address(port: int | None, host: str | None) -> tuple[str, int] | No
 )
 @METRICS_PORT
 @METRICS_HOST
+@SLO
+@click.option(
+    "--csv",
+    "csv_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write FILE: one row per stats interval (warm-up too) and a summary row.",
+)
 def run(
     workloads: tuple[Path, ...],
     drivers: tuple[Path, ...],
@@ -302,11 +331,14 @@ def run(
     cpus: str | None,
     metrics_port: int | None,
     metrics_host: str | None,
+    slo: tuple[Threshold, ...],
+    csv_path: Path | None,
 ) -> None:
     """Run each WORKLOAD against each driver, in order, as OMB does.
 
     A failed run is reported and the next one starts (OMB's behaviour); the exit code is the
-    worst one seen. Ctrl-C ends the whole sequence after writing the partial result.
+    worst one seen (exit 1 when a run missed a --slo threshold). Ctrl-C ends the whole
+    sequence after writing the partial result.
     """
     if duration is not None and duration <= 0:
         raise ConfigError(
@@ -319,8 +351,19 @@ def run(
             value=catch_up_timeout,
             allowed="a positive duration",
         )
+    if csv_path is not None and len(workloads) * max(len(drivers), 1) > 1:
+        raise ConfigError(
+            "one CSV file holds one run",
+            path="--csv",
+            value=str(csv_path),
+            allowed="one WORKLOAD and at most one -d",
+        )
     output = Output(
-        out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=json_lines), not no_report
+        out_dir,
+        _display_mode(quiet=quiet, plain=plain, json_lines=json_lines),
+        not no_report,
+        slo,
+        csv_path,
     )
     pinned = None if cpus is None else usable_cpus(cpus)
     placement = _placement(workers, processes, token, split, pinned, workers_wait)
@@ -360,6 +403,7 @@ def run(
                     worst = max(worst, exit_code_for(error))
     if worst:
         sys.exit(worst)
+    _slo_exit(output)
 
 
 def _names(option: str, text: str | None) -> tuple[str, ...]:
@@ -422,6 +466,10 @@ class Output:
     out_dir: Path
     display: str
     report: bool
+    slo: tuple[Threshold, ...] = ()
+    csv: Path | None = None
+    slo_failed: list[str] = field(default_factory=list)
+    """Result files whose run missed a ``slo`` threshold, filled as runs finish."""
 
 
 def _run_and_show(
@@ -457,6 +505,16 @@ def _run_and_show(
     if "catchUp" in report.result and output.display != "json-lines":
         click.echo(format_catch_up(report.result["catchUp"]), err=True)
     _discovered_rate(report.result)
+    if output.slo:
+        checks = judge_report(report, workload, output.slo)
+        click.echo(format_checks(checks), err=True)
+        if not all(check.passed for check in checks):
+            output.slo_failed.append(str(report.path))
+    if output.csv is not None:
+        written = write_intervals_csv(
+            output.csv, report.outcome.intervals, workload.subscriptions_per_topic
+        )
+        click.echo(f"csv: {written}", err=True)
     _files_written(str(report.path), output)
     return report
 
@@ -543,6 +601,7 @@ def _files_written(result: str | None, output: Output) -> None:
 @BEFORE_RUN
 @AFTER_RUN
 @HOOK_TIMEOUT
+@SLO
 def sweep_command(
     workload_path: Path,
     driver: Path | None,
@@ -567,13 +626,14 @@ def sweep_command(
     before_run: tuple[str, ...],
     after_run: tuple[str, ...],
     hook_timeout: float,
+    slo: tuple[Threshold, ...],
 ) -> None:
     """Run WORKLOAD at several rates (--rates), or search for the highest rate that meets a
     p99 bound (--slo-p99 with --search LOW:HIGH), and write a rate-vs-latency table and chart.
 
     Each run writes its own result, as `loadgen run` does; the summary
     `<workload>-sweep-<driver>-<time>.json` (and `.html`) lists them. An SLO search that finds
-    no rate exits 1.
+    no rate exits 1; so does a run that misses a --slo threshold (each run is judged).
     """
     if (rates is None) == (slo_p99 is None):
         raise ConfigError(
@@ -599,7 +659,7 @@ def sweep_command(
             allowed="at least 1, or --slo-metric publish",
         )
     output = Output(
-        out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report
+        out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report, slo
     )
     placement = _placement(workers, processes, token, workers_wait=workers_wait)
     hooks = make_hooks(before_run, after_run, hook_timeout)
@@ -639,6 +699,7 @@ def sweep_command(
         )
     if found is not None and found.highest_rate is None:
         sys.exit(1)
+    _slo_exit(output)
 
 
 @cli.command("matrix")
@@ -666,6 +727,7 @@ def sweep_command(
 @BEFORE_RUN
 @AFTER_RUN
 @HOOK_TIMEOUT
+@SLO
 def matrix_command(
     plan_path: Path,
     out_dir: Path,
@@ -686,12 +748,14 @@ def matrix_command(
     before_run: tuple[str, ...],
     after_run: tuple[str, ...],
     hook_timeout: float,
+    slo: tuple[Threshold, ...],
 ) -> None:
     """Run PLAN: a base workload on its driver files at every combination of listed values.
 
     One result per point and repeat, and `<plan>.matrix.json` (+ .csv, .html with
     latency-vs-throughput charts) in the output directory. Re-running the same plan into the
-    same directory runs only the points without a complete result. Exit 1 if a run failed.
+    same directory runs only the points without a complete result. Exit 1 if a run failed or
+    missed a --slo threshold (each run is judged; points skipped on a resume are not re-judged).
     """
     plan = matrix.load_matrix(plan_path, repeat, lenient=lenient)
     groups = list(_names("--group-by", group_by)) or None
@@ -702,7 +766,7 @@ def matrix_command(
         click.echo(f"{len(plan.points)} runs", err=True)
         return
     output = Output(
-        out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report
+        out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report, slo
     )
     placement = _placement(workers, processes, token, workers_wait=workers_wait)
     hooks = make_hooks(plan.before_run + before_run, plan.after_run + after_run, hook_timeout)
@@ -732,6 +796,7 @@ def matrix_command(
     click.echo(f"matrix: {target} ({', '.join(path.name for path in written)})", err=True)
     if any(entry["status"] != "complete" for entry in document["points"]):
         sys.exit(1)
+    _slo_exit(output)
 
 
 @cli.command()
@@ -851,6 +916,12 @@ def report(
     help="Probe this topic (created if absent, kept afterwards) instead of a temporary one.",
 )
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: one per second, then a summary.")
+@click.option(
+    "--slo",
+    multiple=True,
+    callback=lambda ctx, param, texts: parse_all(texts),
+    help="A threshold in `run --slo`'s language (repeatable), e.g. e2e.p99.9<50ms.",
+)
 def probe(
     url: str,
     rate: float,
@@ -862,6 +933,7 @@ def probe(
     driver_file: Path | None,
     topic: str | None,
     as_json: bool,
+    slo: tuple[Threshold, ...],
 ) -> None:
     """Probe the broker at URL (kafka://, amqp://, pulsar://, tcp:// for Pravega) for latency.
 
@@ -878,7 +950,7 @@ def probe(
             "must be positive", path="--duration", value=duration, allowed="a positive duration"
         )
     spec = probing.driver_for_url(url, driver_file)
-    settings = probing.ProbeSettings(rate, duration, size, metric, max_p50, max_p99, topic)
+    settings = probing.ProbeSettings(rate, duration, size, metric, max_p50, max_p99, topic, slo)
     started_ms: list[int] = []
 
     def on_interval(stats: IntervalStats) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from loadgen import hdr
+from loadgen import hdr, thresholds
 from loadgen.driver import open_driver
 from loadgen.errors import ConfigError
 from loadgen.payload import build_payloads
@@ -30,6 +30,7 @@ from loadgen.report.records import latency_ms
 from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
 from loadgen.spec import DriverSpec, Workload, load_driver_spec, parse_model
 from loadgen.stats import END_TO_END, PUBLISH, IntervalStats, merge_all
+from loadgen.stats import METRICS as RECORDED
 from loadgen.worker.local import LocalWorker
 
 SOURCE = "<probe>"
@@ -150,6 +151,16 @@ class ProbeSettings:
     max_p99_ms: float | None = None
     topic: str | None = None
     """Probe this topic (created if absent, kept afterwards) instead of a temporary one."""
+    slo: tuple[thresholds.Threshold, ...] = ()
+    """Thresholds in ``--slo``'s language, judged besides ``max_p50_ms``/``max_p99_ms``."""
+
+    def all_thresholds(self) -> tuple[thresholds.Threshold, ...]:
+        """Every threshold: ``--max-p50``/``--max-p99`` on ``metric`` first, then ``slo``."""
+        limits = (("p50", self.max_p50_ms), ("p99", self.max_p99_ms))
+        texts = [
+            f"{self.metric}.{stat}<={bound!r}ms" for stat, bound in limits if bound is not None
+        ]
+        return thresholds.parse_all(texts, option="--max-p50/--max-p99") + self.slo
 
 
 @dataclass(frozen=True)
@@ -218,31 +229,29 @@ def _verdict(outcome: RunOutcome, settings: ProbeSettings) -> Verdict:
     merged = merge_all(outcome.intervals) if outcome.intervals else None
     histograms = {
         metric: merged.histogram(metric) if merged else hdr.histogram_for(metric)
-        for metric in (PUBLISH, END_TO_END)
+        for metric in RECORDED
     }
-    judged = histograms[METRICS[settings.metric]]
-    breaches = []
-    for label, percentile, bound in (
-        ("p50", 50.0, settings.max_p50_ms),
-        ("p99", 99.0, settings.max_p99_ms),
-    ):
-        if bound is None:
-            continue
-        if judged.total == 0:
-            breaches.append(f"{settings.metric} {label}: nothing measured")
-            continue
-        value_ms = hdr.value_at_percentile(judged, percentile) / 1000
-        if value_ms > bound:
-            breaches.append(f"{settings.metric} {label} {value_ms:.3f} ms > {bound:g} ms")
+    sent = sum(s.sent for s in outcome.intervals)
+    received = sum(s.received for s in outcome.intervals)
+    errors = sum(s.send_errors for s in outcome.intervals)
+    seconds = sum(s.seconds for s in outcome.intervals) or None
+    counts = {
+        "rate": sent / seconds / settings.rate if seconds else None,
+        "publishRate": sent / seconds if seconds else None,
+        "consumeRate": received / seconds if seconds else None,
+        "errors": errors,
+    }
+    checks = thresholds.judge(settings.all_thresholds(), thresholds.Figures(histograms, counts))
+    breaches = [check.describe() for check in checks if not check.passed]
     stopped = None
     if outcome.incomplete:
         stopped = outcome.stop_reason or "error"
         if outcome.stop_reason != "interrupted":
             stopped = f"{stopped}: {outcome.stop_detail}"
     return Verdict(
-        sent=sum(s.sent for s in outcome.intervals),
-        received=sum(s.received for s in outcome.intervals),
-        errors=sum(s.send_errors for s in outcome.intervals),
+        sent=sent,
+        received=received,
+        errors=errors,
         publish=histograms[PUBLISH],
         e2e=histograms[END_TO_END],
         breaches=breaches,

@@ -1,19 +1,41 @@
 """Service-level checks on a :class:`~loadgen.result.Result`, for tests.
 
-``assert_slo(result, e2e_p99_ms=5, min_rate=9_900)`` raises an AssertionError that lists every
-missed limit and then the run's percentile table, so a failing test says what happened without
-a debugger. Errors, missing, lost and duplicated messages fail by default: a latency from a
-lossy run is no pass (a run that could not account, ``lost is None``, is judged on missing only).
+``assert_slo(result, "e2e.p99<5ms", "rate>=0.99")`` takes the expressions of ``loadgen run
+--slo`` (:mod:`loadgen.thresholds`); the older keywords (``e2e_p99_ms=5, min_rate=9_900``)
+become the same expressions. It raises an AssertionError that lists every missed limit with
+its measured value and then the run's percentile table, so a failing test says what happened
+without a debugger. Errors, missing, lost and duplicated messages fail by default: a latency
+from a lossy run is no pass (a run that could not account, ``lost is None``, is judged on
+missing only).
 """
 
 from __future__ import annotations
 
-from loadgen.result import Latency, Result
+from loadgen import thresholds
+from loadgen.result import Result
+
+KEYWORD_EXPRESSIONS = {
+    "e2e_p50_ms": "e2e.p50<={}ms",
+    "e2e_p99_ms": "e2e.p99<={}ms",
+    "e2e_p999_ms": "e2e.p99.9<={}ms",
+    "e2e_max_ms": "e2e.max<={}ms",
+    "publish_p50_ms": "publish.p50<={}ms",
+    "publish_p99_ms": "publish.p99<={}ms",
+    "publish_p999_ms": "publish.p99.9<={}ms",
+    "publish_from_intended_p99_ms": "publishFromIntended.p99<={}ms",
+    "e2e_from_intended_p99_ms": "e2eFromIntended.p99<={}ms",
+    "min_rate": "publishRate>={}",
+    "max_errors": "errors<={}",
+    "max_missing": "missing<={}",
+    "max_lost": "lost<={}",
+    "max_duplicates": "duplicates<={}",
+}
+"""Each keyword of :func:`assert_slo` and the expression it stands for."""
 
 
 def assert_slo(
     result: Result,
-    *,
+    *expressions: str,
     e2e_p50_ms: float | None = None,
     e2e_p99_ms: float | None = None,
     e2e_p999_ms: float | None = None,
@@ -31,42 +53,22 @@ def assert_slo(
 ) -> None:
     """Fail with every missed limit and the percentile table; pass silently otherwise."""
     __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
-    ceilings: list[tuple[str, float | None, Latency, float | None]] = [
-        ("e2e p50", e2e_p50_ms, result.e2e, 50),
-        ("e2e p99", e2e_p99_ms, result.e2e, 99),
-        ("e2e p99.9", e2e_p999_ms, result.e2e, 99.9),
-        ("e2e max", e2e_max_ms, result.e2e, None),
-        ("publish p50", publish_p50_ms, result.publish, 50),
-        ("publish p99", publish_p99_ms, result.publish, 99),
-        ("publish p99.9", publish_p999_ms, result.publish, 99.9),
-        (
-            "publish from intended p99",
-            publish_from_intended_p99_ms,
-            result.publish_from_intended,
-            99,
-        ),
-        ("e2e from intended p99", e2e_from_intended_p99_ms, result.e2e_from_intended, 99),
+    limits = dict(locals())
+    # a run whose messages carried no ids cannot count loss or duplicates: those are not judged
+    if result.lost is None:
+        limits["max_lost"] = None
+    if result.duplicates is None:
+        limits["max_duplicates"] = None
+    texts = [
+        pattern.format(repr(float(limits[keyword])))
+        for keyword, pattern in KEYWORD_EXPRESSIONS.items()
+        if limits[keyword] is not None
     ]
-    missed = []
-    for label, limit, latency, percentile in ceilings:
-        if limit is None:
-            continue
-        if latency.count == 0:
-            missed.append(f"{label}: nothing was measured (limit {limit:g} ms)")
-            continue
-        value = latency.max_ms if percentile is None else latency.percentile(percentile)
-        if value > limit:
-            missed.append(f"{label} {value:.3f} ms > {limit:g} ms")
-    if min_rate is not None and result.publish_rate < min_rate:
-        missed.append(f"publish rate {result.publish_rate:,.0f} msg/s < {min_rate:,.0f} msg/s")
-    if result.errors > max_errors:
-        missed.append(f"{result.errors:,} send errors > {max_errors:,} allowed")
-    if result.missing > max_missing:
-        missed.append(f"{result.missing:,} messages never received > {max_missing:,} allowed")
-    if result.lost is not None and result.lost > max_lost:
-        missed.append(f"{result.lost:,} messages lost > {max_lost:,} allowed")
-    if result.duplicates is not None and result.duplicates > max_duplicates:
-        missed.append(f"{result.duplicates:,} messages duplicated > {max_duplicates:,} allowed")
+    checks = thresholds.judge(
+        thresholds.parse_all([*texts, *expressions], option="assert_slo"),
+        thresholds.figures_of(result),
+    )
+    missed = [check.describe() for check in checks if not check.passed]
     if result.incomplete:
         missed.append(f"the run did not complete: {result.stop_reason}")
     if missed:

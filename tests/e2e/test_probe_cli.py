@@ -34,11 +34,22 @@ def test_a_closed_kafka_port_exits_3_within_5_seconds_naming_the_address():
 
 
 def test_a_breached_p99_exits_1_with_the_breach_and_what_was_measured(kafka_broker):
-    done, _ = probe(f"kafka://{kafka_broker.address}", "--duration", "2s", "--max-p99", "0.001")
+    done, _ = probe(
+        *[f"kafka://{kafka_broker.address}", "--duration", "2s", "--max-p99", "0.001"],
+        *["--slo", "publish.max<1us", "--slo", "errors==0"],
+    )
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert [line for line in lines if "BREACH e2e p99" in line and "> 0.001 ms" in line]
+    assert [line for line in lines if line.startswith("  BREACH e2e.p99<=0.001ms: measured ")]
+    assert [line for line in lines if line.startswith("  BREACH publish.max<1us: measured ")]
+    assert not [line for line in lines if "errors==0" in line]
     assert len([line for line in lines if " recv " in line]) == 2  # one line per second
+
+
+def test_a_bad_slo_expression_exits_2_before_connecting():
+    done, _ = probe(f"kafka://127.0.0.1:{free_port()}", "--slo", "e2e.p99<5")
+    assert done.returncode == 2, done.stderr
+    assert "error: --slo: 'e2e.p99<5': a latency needs a unit" in done.stderr
 
 
 def test_json_lines_report_every_second_and_a_summary_where_nothing_is_lost(kafka_broker, tmp_path):

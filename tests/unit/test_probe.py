@@ -97,7 +97,7 @@ def _interval(e2e_ms: list[float], publish_ms: list[float]) -> IntervalStats:
 def test_the_verdict_judges_the_chosen_metric_over_all_intervals():
     outcome = RunOutcome(intervals=[_interval([1.0] * 98, [0.5] * 98), _interval([9.0] * 2, [])])
     e2e = _verdict(outcome, ProbeSettings(max_p99_ms=5.0, max_p50_ms=2.0))
-    assert len(e2e.breaches) == 1 and e2e.breaches[0].startswith("e2e p99 9.0")
+    assert e2e.breaches == ["e2e.p99<=5.0ms: measured 9 ms"]
     assert e2e.failed and (e2e.sent, e2e.received) == (98, 100)
     publish = _verdict(outcome, ProbeSettings(metric="publish", max_p99_ms=1.0))
     assert publish.breaches == [] and not publish.failed
@@ -105,7 +105,7 @@ def test_the_verdict_judges_the_chosen_metric_over_all_intervals():
 
 def test_nothing_measured_is_a_breach_and_an_interrupt_alone_is_not_a_failure():
     empty = _verdict(RunOutcome(), ProbeSettings(max_p99_ms=5.0))
-    assert empty.breaches == ["e2e p99: nothing measured"]
+    assert empty.breaches == ["e2e.p99<=5.0ms: not measured"]
     interrupted = RunOutcome(
         intervals=[_interval([1.0], [1.0])], incomplete=True, stop_reason="interrupted"
     )

@@ -124,6 +124,24 @@ def test_an_incomplete_run_is_flagged_with_its_stop_reason(interrupted, page, tm
     assert 'class="incomplete"' not in page
 
 
+def test_a_passed_slo_verdict_shows_every_threshold_and_its_measured_value(hostile, page, tmp_path):
+    document = load_result(hostile)
+    document["slo"] = {
+        "passed": True,
+        "checks": [
+            {"expr": "e2e.p99<20ms", "measured": 1.5, "unit": "ms", "passed": True},
+            {"expr": "lost==0", "measured": 0, "unit": None, "passed": True},
+        ],
+    }
+    path = tmp_path / "judged.json"
+    path.write_text(json.dumps(document))
+    judged = write_report([path], tmp_path / "judged.html").read_text()
+    assert "SLO passed: 2 threshold(s) met." in judged and 'class="slo-fail"' not in judged
+    assert "<td>e2e.p99&lt;20ms</td><td>1.5 ms</td><td>pass</td>" in judged
+    assert "<td>lost==0</td><td>0</td><td>pass</td>" in judged
+    assert "SLO" not in page  # a run without --slo shows no verdict
+
+
 def test_distribution_points_are_java_equal_percentiles_of_the_aggregated_histogram(hostile):
     result = load_result(hostile)
     for metric in (PUBLISH, END_TO_END):

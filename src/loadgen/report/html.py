@@ -49,8 +49,9 @@ h2 { font-size: 18px; margin: 32px 0 8px; }
 .result dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 0; }
 .result dt { color: #666; }
 .result dd { margin: 0; overflow-wrap: anywhere; }
-.incomplete { background: #fdecea; border: 1px solid #d93025; color: #a50e0e; font-weight: bold;
-              padding: 8px 12px; border-radius: 4px; margin: 0 0 8px; }
+.slo-pass { color: #137333; font-weight: bold; margin: 0 0 8px; }
+.incomplete, .slo-fail { background: #fdecea; border: 1px solid #d93025; color: #a50e0e;
+              font-weight: bold; padding: 8px 12px; border-radius: 4px; margin: 0 0 8px; }
 table { border-collapse: collapse; margin: 8px 0; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid #e4e4e4; padding: 4px 12px; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
@@ -111,7 +112,34 @@ def _header(index: int, path: Path, result: Result) -> str:
     cells = "".join(f"<dt>{name}</dt><dd>{_text(value)}</dd>" for name, value in rows)
     return (
         f'<section class="result" style="--color: {charts.COLORS[index % len(charts.COLORS)]}">'
-        f"<h2>{_text(series.label(result))}</h2>{banner}<dl>{cells}</dl></section>"
+        f"<h2>{_text(series.label(result))}</h2>{banner}{_slo(result)}<dl>{cells}</dl></section>"
+    )
+
+
+def _slo(result: Result) -> str:
+    """The ``--slo`` verdict: passed or failed, then every threshold with its measured value."""
+    verdict = result.get("slo")
+    if not verdict:
+        return ""
+    rows = []
+    for check in verdict["checks"]:
+        measured = check["measured"]
+        shown = (
+            "not measured" if measured is None else f"{measured:.6g} {check['unit'] or ''}".strip()
+        )
+        outcome = "pass" if check["passed"] else "FAIL"
+        rows.append(
+            f"<tr><td>{_text(check['expr'])}</td><td>{_text(shown)}</td><td>{outcome}</td></tr>"
+        )
+    failed = sum(not check["passed"] for check in verdict["checks"])
+    summary = (
+        f'<p class="slo-pass">SLO passed: {len(rows)} threshold(s) met.</p>'
+        if verdict["passed"]
+        else f'<p class="slo-fail">SLO failed: {failed} of {len(rows)} threshold(s) missed.</p>'
+    )
+    return (
+        f"{summary}<table><thead><tr><th>threshold</th><th>measured</th><th>outcome</th></tr>"
+        f"</thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 

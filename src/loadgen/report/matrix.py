@@ -8,8 +8,6 @@ the spread between repeats stays visible.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Mapping, Sequence
 from html import escape
@@ -19,6 +17,7 @@ from typing import Any
 from loadgen.report.charts import COLORS
 from loadgen.report.html import CSS
 from loadgen.report.latency_chart import Line, latency_figure, to_svg
+from loadgen.results.files import csv_text as table_csv
 from loadgen.results.files import write_text_atomic
 
 Document = Mapping[str, Any]
@@ -74,12 +73,7 @@ def table_text(document: Document) -> str:
 
 
 def csv_text(document: Document) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    head, body = rows(document)
-    writer.writerow(head)
-    writer.writerows(body)
-    return out.getvalue()
+    return table_csv(*rows(document))
 
 
 def default_groups(document: Document) -> list[str]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
 import secrets
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,3 +55,16 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def csv_text(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A header and rows as CSV text (``csv`` module quoting, ``\\r\\n`` line ends)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(head)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def write_csv_atomic(path: Path, head: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    write_text_atomic(path, csv_text(head, rows))

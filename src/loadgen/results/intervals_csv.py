@@ -1,0 +1,72 @@
+"""``loadgen run --csv FILE``: one row per stats interval and a summary row, for spreadsheets.
+
+The columns are stable (documented in the README) and every number is the one the result JSON
+holds: rates as its ``publishRate``/``consumeRate`` lists, latencies from the same histograms
+with the same percentiles (all in ms here, publish delay included, where the JSON has µs).
+Warm-up rows are included, marked by ``phase``; the ``summary`` row covers the measured phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from loadgen import stats as metrics
+from loadgen.results.files import write_csv_atomic
+from loadgen.results.testresult import latency_fields
+from loadgen.stats import IntervalStats, measured_intervals, merge_all
+
+LATENCY_COLUMNS = (
+    ("publish", metrics.PUBLISH),
+    ("publish_delay", metrics.PUBLISH_DELAY),
+    ("e2e", metrics.END_TO_END),
+    ("publish_from_intended", metrics.PUBLISH_FROM_INTENDED),
+    ("e2e_from_intended", metrics.END_TO_END_FROM_INTENDED),
+)
+STATS = ("avg", "p50", "p75", "p95", "p99", "p99_9", "p99_99", "max")
+"""In the order of :func:`loadgen.results.testresult.latency_fields`."""
+COLUMNS = (
+    "phase",
+    "start_ms",
+    "end_ms",
+    "seconds",
+    "sent",
+    "received",
+    "errors",
+    "publish_rate",
+    "consume_rate",
+    "backlog",
+    *(f"{prefix}_{stat}_ms" for prefix, _ in LATENCY_COLUMNS for stat in STATS),
+)
+
+
+def _row(phase: str, stats: IntervalStats, seconds: float, backlog: int) -> list[Any]:
+    row: list[Any] = [phase, stats.start_ms, stats.end_ms, seconds, stats.sent, stats.received]
+    row += [stats.send_errors, stats.sent / seconds, stats.received / seconds, backlog]
+    for _, metric in LATENCY_COLUMNS:
+        row += latency_fields(stats.histogram(metric), lambda micros: micros / 1000.0)
+    return row
+
+
+def interval_rows(intervals: Sequence[IntervalStats], subscriptions: int) -> list[list[Any]]:
+    """A row per interval (warm-up and measured), then the measured phase's summary row.
+
+    ``backlog`` is the JSON's: sent × subscriptions − received over the run so far.
+    """
+    rows, sent, received = [], 0, 0
+    for stats in intervals:
+        sent, received = sent + stats.sent, received + stats.received
+        backlog = max(0, subscriptions * sent - received)
+        rows.append(_row("warmup" if stats.warmup else "measured", stats, stats.seconds, backlog))
+    measured = measured_intervals(intervals)
+    if measured:
+        whole = merge_all(measured)
+        seconds = sum(s.seconds for s in measured)
+        rows.append(_row("summary", whole, seconds, rows[-1][COLUMNS.index("backlog")]))
+    return rows
+
+
+def write_intervals_csv(path: Path, intervals: Sequence[IntervalStats], subscriptions: int) -> Path:
+    write_csv_atomic(path, COLUMNS, interval_rows(intervals, subscriptions))
+    return path

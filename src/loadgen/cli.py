@@ -33,6 +33,7 @@ from loadgen.report.console import (
     format_outages,
 )
 from loadgen.report.display import display_for
+from loadgen.report.shape import format_shape
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.intervals_csv import write_intervals_csv
 from loadgen.results.verdict import format_checks, judge_report
@@ -496,6 +497,7 @@ def _run_and_show(
     for record in report.result["run"].get("hooks", ()):
         click.echo(f"hook: {describe_hook(record)}", err=True)
     for note in (
+        format_shape(report.result),
         format_clock_correction(report.result),
         delivery_warning(report.result),
         format_outages(report.result.get("outages")),

@@ -219,12 +219,19 @@ class Ensemble:
         return self._topics
 
     def create_consumers(
-        self, subscriptions: Sequence[Subscription], catch_up: Collection[str] = ()
+        self,
+        subscriptions: Sequence[Subscription],
+        catch_up: Collection[str] = (),
+        delays: Sequence[float] = (),
     ) -> None:
         self._consumers = list(subscriptions)
         placed = split(self._rule, len(self._clients), self._topics, [], self._consumers)
         self._create(
-            "/consumers", "subscriptions", [a.consumers for a in placed], catch_up=sorted(catch_up)
+            "/consumers",
+            "subscriptions",
+            [a.consumers for a in placed],
+            catch_up=sorted(catch_up),
+            delays=list(delays),
         )
 
     def pause_catch_up(self, paused: bool) -> None:

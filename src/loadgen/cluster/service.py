@@ -70,7 +70,7 @@ class WorkerService:
         self.worker.adopt_topics(body.names, body.partitions)
 
     def create_consumers(self, body: wire.ConsumersBody) -> None:
-        self.worker.create_consumers(body.subscriptions, set(body.catch_up))
+        self.worker.create_consumers(body.subscriptions, set(body.catch_up), body.delays)
 
     def pause_catch_up(self, body: wire.PauseBody) -> None:
         self.worker.pause_catch_up(body.paused)

@@ -64,6 +64,8 @@ class ConsumersBody(Body):
     subscriptions: list[tuple[str, str]]
     catch_up: list[str] = []
     """The subscriptions (names) whose consumers build and then read a backlog."""
+    delays: list[float] = []
+    """Seconds each consumer sleeps per message, cycled (the workload's ``consumerDelay``)."""
 
 
 class PauseBody(Body):

@@ -17,6 +17,7 @@ from typing import Any
 from loadgen.errors import ConfigError
 from loadgen.report import charts, series
 from loadgen.report.console import MB
+from loadgen.report.shape import shape_rows
 from loadgen.results.compare import load_result
 from loadgen.results.files import write_bytes_atomic, write_text_atomic
 from loadgen.stats import END_TO_END, PUBLISH
@@ -104,6 +105,7 @@ def _header(index: int, path: Path, result: Result) -> str:
         ("workload", result.get("workload", "?")),
         ("driver", result.get("driver", "?")),
         ("setup", _setup(result)),
+        *shape_rows(result),
         ("started", _when(result, "startedAt")),
         ("ended", _when(result, "endedAt")),
         ("loadgen", run.get("loadgenVersion", "— (not a loadgen result)")),

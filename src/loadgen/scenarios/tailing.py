@@ -25,6 +25,7 @@ from loadgen.scenarios.catch_up import CHECK_S, CatchUpOutcome, CatchUpPlan, bui
 from loadgen.scenarios.outages import OutageWatch, threshold_for
 from loadgen.scenarios.rate_control import RateControl, rate_control_for
 from loadgen.spec import Workload
+from loadgen.spec.consumer_delay import delay_pool
 from loadgen.spill import Spill
 from loadgen.stats import IntervalStats, merge_all
 from loadgen.worker.contract import Worker
@@ -269,7 +270,8 @@ def run_tailing(
             catch_up = catch_up_subscriptions(
                 subscriptions, workload.tailing_subscriptions_per_topic
             )
-        worker.create_consumers(subscriptions, catch_up)
+        delays = delay_pool(workload.consumer_delay) if workload.consumer_delay else []
+        worker.create_consumers(subscriptions, catch_up, delays)
         clock.mark("consumers")
         worker.create_producers(producer_topics(outcome.topics, workload.producers_per_topic))
         clock.mark("producers")

@@ -5,7 +5,9 @@ Differences from OMB (all on purpose, all documented in the README): unknown key
 size or duration whose OMB default (0) makes no sense must be given (``topics``,
 ``partitionsPerTopic``, ``messageSize``, ``testDurationMinutes`` — OMB's 0 means "run forever");
 durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional. One field is
-loadgen's own: ``producerRateProfile`` (steps and ramps of the rate, :mod:`.rate_profile`).
+loadgen's own: ``producerRateProfile`` (steps and ramps of the rate, :mod:`.rate_profile`);
+so are ``messageSizes`` / ``messageSizeRange`` (:mod:`.message_sizes`) and ``consumerDelay``
+(:mod:`.consumer_delay`).
 """
 
 from __future__ import annotations
@@ -24,14 +26,19 @@ from pydantic import (
 )
 
 from loadgen.errors import ConfigError
+from loadgen.spec.consumer_delay import ConsumerDelay
 from loadgen.spec.loader import load_yaml
+from loadgen.spec.message_sizes import (
+    MAX_MESSAGE_SIZE,
+    SizeRange,
+    SizeWeight,
+    check_distribution,
+    raw_mean,
+)
 from loadgen.spec.model import parse_model
 from loadgen.spec.rate_profile import RateSegment, parse_profile, profile_to_yaml
 
 MAX_TOTAL_PARTITIONS = 10_000_000
-MAX_MESSAGE_SIZE = 1 << 30
-"""No broker loadgen drives takes larger messages (RabbitMQ's hard cap is 512 MiB), and a
-payload pool this size already costs gigabytes of memory."""
 
 
 class KeyDistributor(StrEnum):
@@ -57,6 +64,10 @@ class Workload(BaseModel):
     partitions_per_topic: int = Field(default=0, alias="partitionsPerTopic", ge=1)
     key_distributor: KeyDistributor = Field(default=KeyDistributor.NO_KEY, alias="keyDistributor")
     message_size: int = Field(default=0, alias="messageSize", ge=1, le=MAX_MESSAGE_SIZE)
+    message_sizes: tuple[SizeWeight, ...] | None = Field(default=None, alias="messageSizes")
+    """loadgen's extension: sizes with weights; ``messageSize`` is then their mean."""
+    message_size_range: SizeRange | None = Field(default=None, alias="messageSizeRange")
+    """loadgen's extension: sizes uniform in ``min..max``; ``messageSize`` is then the middle."""
     use_randomized_payloads: bool = Field(default=False, alias="useRandomizedPayloads")
     random_bytes_ratio: float = Field(default=0.0, alias="randomBytesRatio", ge=0, le=1)
     randomized_payload_pool_size: int = Field(default=0, alias="randomizedPayloadPoolSize", ge=0)
@@ -72,6 +83,8 @@ class Workload(BaseModel):
     )
     """loadgen's mixed runs: of ``subscriptionsPerTopic``, this many keep tailing while the
     others build and read the backlog (0: all of them catch up, OMB's catch-up run)."""
+    consumer_delay: ConsumerDelay | None = Field(default=None, alias="consumerDelay")
+    """loadgen's extension: each consumer sleeps this long per message after recording it."""
     producer_max_in_flight: int | None = Field(default=None, alias="producerMaxInFlight", ge=1)
     """loadgen's extension: at most this many unacknowledged messages per producer (1 =
     synchronous publishing, as pulsar-perf's sync mode); unset, the open loop is unbounded."""
@@ -81,6 +94,20 @@ class Workload(BaseModel):
         default=None, alias="producerRateProfile"
     )
     """loadgen's extension: steps and ramps for the measured phase (:mod:`.rate_profile`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mean_size(cls, data: Any) -> Any:
+        """With a size distribution, a missing ``messageSize`` is its mean (rounded). A bad
+        distribution gets a placeholder, so the error reported is the distribution's own."""
+        if not isinstance(data, dict) or "messageSize" in data or "message_size" in data:
+            return data
+        if not {"messageSizes", "message_sizes", "messageSizeRange", "message_size_range"} & set(
+            data
+        ):
+            return data
+        mean = raw_mean(data)
+        return {**data, "messageSize": 1 if mean is None else mean}
 
     @field_validator("producer_rate_profile", mode="before")
     @classmethod
@@ -94,6 +121,9 @@ class Workload(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
         """Checks across fields; ConfigError (not ValueError) so the message names the field."""
+        check_distribution(
+            self.message_sizes, self.message_size_range, self.message_size, self.payload_file
+        )
         if self.use_randomized_payloads and self.randomized_payload_pool_size < 1:
             raise ConfigError(
                 "randomizedPayloadPoolSize must be at least 1 when useRandomizedPayloads is true",

@@ -30,10 +30,14 @@ class Worker(Protocol):
     ) -> list[str]: ...
 
     def create_consumers(
-        self, subscriptions: Sequence[Subscription], catch_up: Collection[str] = ()
+        self,
+        subscriptions: Sequence[Subscription],
+        catch_up: Collection[str] = (),
+        delays: Sequence[float] = (),
     ) -> None:
         """Consumers for ``subscriptions``; those of a subscription in ``catch_up`` build and
-        then read a backlog (catch-up and mixed runs), the others tail."""
+        then read a backlog (catch-up and mixed runs), the others tail; with ``delays`` each
+        sleeps per message (:mod:`loadgen.worker.consumer_delay`)."""
 
     def pause_catch_up(self, paused: bool) -> None:
         """Pause or resume the consumers of the catch-up subscriptions."""

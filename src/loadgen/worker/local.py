@@ -38,9 +38,11 @@ from loadgen.stats import (
     PUBLISH_FROM_INTENDED,
     IntervalStats,
 )
+from loadgen.worker.consumer_delay import delayed
 from loadgen.worker.names import topic_names
 from loadgen.worker.plan import Subscription
 from loadgen.worker.producer_loop import ProducerLoop
+from loadgen.worker.sent_bytes import SentBytes
 from loadgen.worker.skew import ClockTable
 
 log = logging.getLogger("loadgen.worker")
@@ -123,7 +125,7 @@ class LocalWorker:
         """Per consumer: does it belong to a catch-up subscription (paused to build a backlog)?"""
         self._producer_recorder = ProducerRecorder()
         self._loop: ProducerLoop | None = None
-        self._message_size = 0
+        self._sent_bytes: SentBytes | None = None
         self._id_bases: list[int] = []
         self._clocks: ClockTable | None = None
         self.ledger = Ledger()
@@ -151,13 +153,19 @@ class LocalWorker:
         self._owns_topics = False
 
     def create_consumers(
-        self, subscriptions: Sequence[Subscription], catch_up: Collection[str] = ()
+        self,
+        subscriptions: Sequence[Subscription],
+        catch_up: Collection[str] = (),
+        delays: Sequence[float] = (),
     ) -> None:
         """Consumers for ``subscriptions``; those whose subscription is in ``catch_up`` build
-        and then read a backlog (:meth:`pause_catch_up`), the others tail."""
+        and then read a backlog (:meth:`pause_catch_up`), the others tail. With ``delays``
+        (seconds, :func:`loadgen.spec.consumer_delay.delay_pool`) each consumer sleeps after
+        every message; without, the recorder is the callback itself."""
         for topic, subscription in subscriptions:
             recorder = ConsumerRecorder()
-            consumer = self.driver.create_consumer(topic, subscription, recorder.on_message)
+            on_message = delayed(recorder.on_message, delays) if delays else recorder.on_message
+            consumer = self.driver.create_consumer(topic, subscription, on_message)
             self._consumers.append(consumer)
             self._consumer_recorders.append(recorder)
             self.ledger.add_consumer(topic, subscription)
@@ -237,7 +245,7 @@ class LocalWorker:
         key_distributor: str,
         max_in_flight: int | None = None,
     ) -> None:
-        self._message_size = len(payloads[0])
+        self._sent_bytes = SentBytes(payloads, self._id_bases)
         self._loop = ProducerLoop(
             self._producers,
             payloads,
@@ -309,9 +317,8 @@ class LocalWorker:
         latencies = [self._latencies(each) for each in rows]
         e2e = _joined([each for each, _ in latencies])
         from_intended = _joined([each for _, each in latencies])
-        counts = self.ledger.record(
-            [each[:, MESSAGE_ID:] for each in rows], _as_int64([produced.acked])
-        )
+        acked = _as_int64([produced.acked])
+        counts = self.ledger.record([each[:, MESSAGE_ID:] for each in rows], acked)
         sent, received = len(produced.publish), len(e2e)
         negative = _stamped_negatives(e2e)
         catch_up = self._of_catch_up(consumed)
@@ -350,7 +357,7 @@ class LocalWorker:
             end_ms=end_ms,
             sent=sent,
             send_errors=produced.errors,
-            bytes_sent=sent * self._message_size,
+            bytes_sent=0 if self._sent_bytes is None else self._sent_bytes.of(acked),
             received=received,
             bytes_received=sum(sample.received_bytes for sample in consumed),
             negative_e2e=negative,

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 import loadgen
+from loadgen.cli_env import read_from_environment
 from loadgen.cluster.client import CONNECT_TIMEOUT_S
 from loadgen.cluster.placement import Placement, cores, worker_urls
 from loadgen.cluster.server import DEFAULT_MAX_BODY_BYTES, serve
@@ -1057,6 +1058,8 @@ def worker(
 
 
 cli.add_command(pipeline)
+# LOADGEN_<OPTION> for every option of these (after all are declared, so none is missed)
+read_from_environment(run, sweep_command, matrix_command, probe, worker)
 
 
 def main() -> None:

@@ -67,7 +67,9 @@ def start_worker_process(
     given), ended by closing its stdin; read its URL with :func:`announced_url`. ``wrapper`` is
     a command that runs it (``ip netns exec NS`` puts it on a simulated host); ``extra_env`` is
     added to its environment (a skewed clock in tests and benchmarks)."""
-    env = {key: value for key, value in os.environ.items() if key != TOKEN_ENV}
+    # its command line alone configures it: a LOADGEN_<OPTION> meant for the coordinator
+    # (LOADGEN_METRICS_PORT: every worker would try that port) must not reach it
+    env = {key: value for key, value in os.environ.items() if not key.startswith("LOADGEN_")}
     env |= extra_env or {}
     if token:
         env[TOKEN_ENV] = token

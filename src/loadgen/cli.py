@@ -39,6 +39,7 @@ from loadgen.scenarios import matrix, sweep
 from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload, load_driver_spec, load_workload, parse_duration, validate_file
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.spec.units import parse_rate, parse_size
 from loadgen.stats import IntervalStats, measured_intervals, merge_all
 
 log = logging.getLogger("loadgen")
@@ -49,6 +50,16 @@ def _duration(option: str):
         return None if value is None else parse_duration(value, option=option)
 
     return convert
+
+
+def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """``--rate``: msg/s as a number or ``10k``, ``1.5M``."""
+    return None if value is None else parse_rate(value, f"--{param.name}")
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """``--size``: bytes as a number or ``4KiB``, ``1MiB``, ``4KB``."""
+    return None if value is None else parse_size(value, f"--{param.name}")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -811,10 +822,10 @@ def report(
 @click.argument("url")
 @click.option(
     "--rate",
-    type=click.FloatRange(min=0, min_open=True),
-    default=100.0,
+    callback=_rate,
+    default="100",
     show_default=True,
-    help="Messages per second.",
+    help="Messages per second (1k, 1.5M).",
 )
 @click.option(
     "--duration",
@@ -825,10 +836,10 @@ def report(
 )
 @click.option(
     "--size",
-    type=click.IntRange(min=1),
-    default=1024,
+    callback=_size,
+    default="1024",
     show_default=True,
-    help="Message size in bytes.",
+    help="Message size in bytes (512, 4KiB, 1MiB; 4KB = 4000).",
 )
 @click.option(
     "--metric",

@@ -4,8 +4,10 @@ Differences from OMB (all on purpose, all documented in the README): unknown key
 ``keyDistributor`` values are errors (``--lenient`` restores ignoring unknown keys); a count,
 size or duration whose OMB default (0) makes no sense must be given (``topics``,
 ``partitionsPerTopic``, ``messageSize``, ``testDurationMinutes`` — OMB's 0 means "run forever");
-durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional. One field is
-loadgen's own: ``producerRateProfile`` (steps and ramps of the rate, :mod:`.rate_profile`).
+durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional; ``producerRate``
+may be written ``10k`` and ``messageSize`` ``4KiB`` (:mod:`.units`; results hold the numbers).
+One field is loadgen's own: ``producerRateProfile`` (steps and ramps of the rate,
+:mod:`.rate_profile`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from loadgen.errors import ConfigError
 from loadgen.spec.loader import load_yaml
 from loadgen.spec.model import parse_model
 from loadgen.spec.rate_profile import RateSegment, parse_profile, profile_to_yaml
+from loadgen.spec.units import parse_rate, parse_size
 
 MAX_TOTAL_PARTITIONS = 10_000_000
 MAX_MESSAGE_SIZE = 1 << 30
@@ -81,6 +84,17 @@ class Workload(BaseModel):
         default=None, alias="producerRateProfile"
     )
     """loadgen's extension: steps and ramps for the measured phase (:mod:`.rate_profile`)."""
+
+    @field_validator("producer_rate", mode="before")
+    @classmethod
+    def _rate_text(cls, value: Any) -> Any:
+        """``10k`` as a rate; numbers (OMB's 0 and -1 too) go on to the field's own checks."""
+        return parse_rate(value, "producerRate") if isinstance(value, str) else value
+
+    @field_validator("message_size", mode="before")
+    @classmethod
+    def _size_text(cls, value: Any) -> Any:
+        return parse_size(value, "messageSize") if isinstance(value, str) else value
 
     @field_validator("producer_rate_profile", mode="before")
     @classmethod

@@ -1,5 +1,6 @@
 """``loadgen run URL`` as a user types it: exit codes and messages, no broker needed."""
 
+import re
 import subprocess
 import sys
 
@@ -36,3 +37,12 @@ def test_a_bad_size_exits_2_naming_the_flag_and_the_forms():
     done = loadgen("run", "memory://", "--size", "4KiBs", "--dry-run")
     assert done.returncode == 2
     assert "--size" in done.stderr and "'4KiBs'" in done.stderr and "KiB" in done.stderr
+
+
+def test_probe_takes_suffixes_and_a_plug_in_drivers_scheme():
+    # the memory driver's memory:// comes through the same hook as any plug-in driver's
+    done = loadgen("probe", "memory://", "--rate", "1k", "--size", "2KiB", "--duration", "1s")
+    assert done.returncode == 0, done.stderr
+    assert "1000 msg/s of 2048 B" in done.stderr
+    sent, received, errors = map(int, re.findall(r"\d+", done.stdout.split("probe: ")[1])[:3])
+    assert sent == received >= 900 and errors == 0

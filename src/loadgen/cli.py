@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 import loadgen
+from loadgen import adhoc
 from loadgen.cli_env import read_from_environment
 from loadgen.cluster.client import CONNECT_TIMEOUT_S
 from loadgen.cluster.placement import Placement, cores, worker_urls
@@ -41,8 +42,16 @@ from loadgen.results.verdict import format_checks, judge_report
 from loadgen.runner import RunReport, run_one
 from loadgen.scenarios import matrix, sweep
 from loadgen.scenarios.tailing import RunOptions
-from loadgen.spec import Workload, load_driver_spec, load_workload, parse_duration, validate_file
+from loadgen.spec import (
+    KeyDistributor,
+    Workload,
+    load_driver_spec,
+    load_workload,
+    parse_duration,
+    validate_file,
+)
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.spec.units import parse_rate, parse_size
 from loadgen.stats import IntervalStats, measured_intervals, merge_all
 from loadgen.thresholds import ALLOWED as SLO_GRAMMAR
 from loadgen.thresholds import Threshold, parse_all
@@ -55,6 +64,16 @@ def _duration(option: str):
         return None if value is None else parse_duration(value, option=option)
 
     return convert
+
+
+def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """``--rate``: msg/s as a number or ``10k``, ``1.5M``."""
+    return None if value is None else parse_rate(value, f"--{param.name}")
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """``--size``: bytes as a number or ``4KiB``, ``1MiB``, ``4KB``."""
+    return None if value is None else parse_size(value, f"--{param.name}")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -224,25 +243,47 @@ def _metrics_address(port: int | None, host: str | None) -> tuple[str, int] | No
 
 
 @cli.command()
-@click.argument("workloads", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("workloads", metavar="WORKLOAD... | URL", nargs=-1, required=True)
 @click.option(
     "-d",
     "--driver",
     "drivers",
     multiple=True,
     type=click.Path(path_type=Path),
-    help="Driver YAML (repeatable). Without it, a local Kafka broker is started.",
+    help="Driver YAML (repeatable). Without it, a local Kafka broker is started. With a URL: "
+    "one file of client settings (the URL's address wins).",
 )
 @OUT_DIR
 @click.option(
     "--duration",
     callback=_duration("--duration"),
-    help="Override testDurationMinutes (30s, 5m, 1h, 1m30s or seconds).",
+    help="Override testDurationMinutes (30s, 5m, 1h, 1m30s or seconds). URL runs: 1m.",
 )
 @click.option(
     "--warmup",
     callback=_duration("--warmup"),
-    help="Override warmupDurationMinutes (same formats).",
+    help="Override warmupDurationMinutes (same formats). URL runs: 0.",
+)
+@click.option("--rate", callback=_rate, help="URL runs: producerRate, msg/s (10k, 1.5M) [1k].")
+@click.option("--size", callback=_size, help="URL runs: messageSize (512, 4KiB, 1MiB) [1KiB].")
+@click.option("--topics", type=click.IntRange(min=1), help="URL runs: topics [1].")
+@click.option("--partitions", type=click.IntRange(min=1), help="URL runs: partitionsPerTopic [1].")
+@click.option("--producers", type=click.IntRange(min=0), help="URL runs: producersPerTopic [1].")
+@click.option(
+    "--subscriptions", type=click.IntRange(min=0), help="URL runs: subscriptionsPerTopic [1]."
+)
+@click.option(
+    "--consumers", type=click.IntRange(min=0), help="URL runs: consumerPerSubscription [1]."
+)
+@click.option(
+    "--key-distributor",
+    type=click.Choice([key.value for key in KeyDistributor]),
+    help="URL runs: keyDistributor [NO_KEY].",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="URL runs: print the workload and driver files (secrets redacted) and run nothing.",
 )
 @STATS_INTERVAL
 @click.option("--keep-topics", is_flag=True, help="Do not delete the topics after the run.")
@@ -307,11 +348,20 @@ def _metrics_address(port: int | None, host: str | None) -> tuple[str, int] | No
     help="Also write FILE: one row per stats interval (warm-up too) and a summary row.",
 )
 def run(
-    workloads: tuple[Path, ...],
+    workloads: tuple[str, ...],
     drivers: tuple[Path, ...],
     out_dir: Path,
     duration: float | None,
     warmup: float | None,
+    rate: float | None,
+    size: int | None,
+    topics: int | None,
+    partitions: int | None,
+    producers: int | None,
+    subscriptions: int | None,
+    consumers: int | None,
+    key_distributor: str | None,
+    dry_run: bool,
     stats_interval: float,
     keep_topics: bool,
     existing_topics: str | None,
@@ -336,12 +386,30 @@ def run(
     slo: tuple[Threshold, ...],
     csv_path: Path | None,
 ) -> None:
-    """Run each WORKLOAD against each driver, in order, as OMB does.
+    """Run each WORKLOAD against each driver, in order, as OMB does; or one run from flags
+    against a broker URL (kafka://, amqp(s)://, pulsar(+ssl)://, tcp:// or tls:// for Pravega,
+    a plug-in driver's scheme).
 
     A failed run is reported and the next one starts (OMB's behaviour); the exit code is the
     worst one seen (exit 1 when a run missed a --slo threshold). Ctrl-C ends the whole
     sequence after writing the partial result.
     """
+    given = {
+        "--rate": rate,
+        "--size": size,
+        "--topics": topics,
+        "--partitions": partitions,
+        "--producers": producers,
+        "--subscriptions": subscriptions,
+        "--consumers": consumers,
+        "--key-distributor": key_distributor,
+        "--duration": duration,
+        "--warmup": warmup,
+    }
+    from_url = adhoc.plan(workloads, drivers, given, dry_run)
+    if from_url is not None and dry_run:
+        click.echo(adhoc.as_yaml(*from_url), nl=False)
+        return
     if duration is not None and duration <= 0:
         raise ConfigError(
             "must be positive", path="--duration", value=duration, allowed="a positive duration"
@@ -371,8 +439,11 @@ def run(
     placement = _placement(workers, processes, token, split, pinned, workers_wait)
     metrics = _metrics_address(metrics_port, metrics_host)
     board = None if metrics is None else MetricsBoard(role="coordinator", worker="all")
-    loaded = [(path, load_workload(path, lenient=lenient)) for path in workloads]
-    specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
+    if from_url is None:
+        loaded = [(Path(path), load_workload(path, lenient=lenient)) for path in workloads]
+        specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
+    else:
+        loaded, specs = [(Path(str(from_url[0].name)), from_url[0])], [from_url[1]]
     options = RunOptions(
         duration_s=duration,
         warmup_s=warmup,
@@ -879,10 +950,10 @@ def report(
 @click.argument("url")
 @click.option(
     "--rate",
-    type=click.FloatRange(min=0, min_open=True),
-    default=100.0,
+    callback=_rate,
+    default="100",
     show_default=True,
-    help="Messages per second.",
+    help="Messages per second (1k, 1.5M).",
 )
 @click.option(
     "--duration",
@@ -893,10 +964,10 @@ def report(
 )
 @click.option(
     "--size",
-    type=click.IntRange(min=1),
-    default=1024,
+    callback=_size,
+    default="1024",
     show_default=True,
-    help="Message size in bytes.",
+    help="Message size in bytes (512, 4KiB, 1MiB; 4KB = 4000).",
 )
 @click.option(
     "--metric",

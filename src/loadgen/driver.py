@@ -153,6 +153,8 @@ class Driver(Protocol):
     # what this driver created to consume those topics (RabbitMQ queues, Pravega reader groups)
     # when the run's topics go but another worker deletes the topics. A driver class whose
     # broker lives inside its process sets ``process_local = True`` (the memory driver).
+    # ``url_schemes`` with a ``config_from_url(url, config)`` classmethod lets
+    # ``loadgen run SCHEME://...`` and ``loadgen probe`` pick the driver (see loadgen.urls).
 
     def delete_topics(self, names: list[str]) -> None: ...
 

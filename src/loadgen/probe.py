@@ -2,141 +2,61 @@
 
 A probe is a tiny tailing run (one topic, one partition, one producer, one consumer, 1-s stats
 intervals, no warm-up) on the same engine as ``loadgen run``, so its numbers mean the same.
-The URL scheme picks the driver; a driver YAML (``-d``) may supply the client settings, with the
-URL's address taking the place of the file's. Without one, the settings are latency-minded
-defaults for a real cluster: ``acks=all`` and no linger for Kafka, confirms for RabbitMQ.
-Secured clusters: ``kafka+ssl://`` sets ``security.protocol=SSL`` (a driver file's SASL_SSL is
-kept, with its SASL and store settings); ``amqps://`` takes its CA from the URL's query or the
-file's ``tls`` block; ``pulsar+ssl://`` its trust settings from the file's ``client``. The
-Kafka consumer always starts at the topic's end, and assigns itself the partition unless the file
-says ``consumerAssignment: subscribe``.
+The URL picks the driver and its address (:mod:`loadgen.urls`, shared with ``loadgen run URL``);
+without a driver file the settings are latency-minded defaults for a real cluster: ``acks=all``
+and no linger for Kafka, confirms for RabbitMQ. The Kafka consumer always starts at the
+topic's end, and assigns itself the partition unless the file says
+``consumerAssignment: subscribe``.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from loadgen import hdr, thresholds
+from loadgen import hdr, thresholds, urls
 from loadgen.driver import open_driver
 from loadgen.errors import ConfigError
 from loadgen.payload import build_payloads
 from loadgen.report.records import latency_ms
 from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
-from loadgen.spec import DriverSpec, Workload, load_driver_spec, parse_model
+from loadgen.spec import DriverSpec, Workload, parse_model
 from loadgen.stats import END_TO_END, PUBLISH, IntervalStats, merge_all
 from loadgen.stats import METRICS as RECORDED
 from loadgen.worker.local import LocalWorker
 
 SOURCE = "<probe>"
-KAFKA_DEFAULT_PORT = 9092
 METRICS = {"publish": PUBLISH, "e2e": END_TO_END}
 """``--metric`` names and the histogram each judges."""
 TOPIC_KINDS = ("kafka",)
 """Drivers whose probe leaves nothing behind on a topic it keeps (Kafka: no queue to delete)."""
-SECURITY_PROTOCOL_LINE = re.compile(r"^\s*security\.protocol\s*[=:]\s*(\S+)", re.MULTILINE)
 PROBE_PERCENTILES = (50.0, 99.0)
 """What each per-second line shows besides the max; the summary adds p99.9."""
 
 
-def _kafka_servers(netloc: str) -> str:
-    hosts = [host if ":" in host else f"{host}:{KAFKA_DEFAULT_PORT}" for host in netloc.split(",")]
-    return ",".join(hosts)
-
-
-def _set_property(block: Any, key: str, value: str) -> Any:
-    """Set ``key`` in a properties block that may be a mapping or ``.properties`` text."""
-    if isinstance(block, Mapping):
-        return {**block, key: value}
-    text = block or ""
-    return f"{text.rstrip()}\n{key}={value}\n".lstrip()
-
-
-def _kafka(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    servers = _kafka_servers(urlsplit(url).netloc)
-    defaults = {
-        "replicationFactor": 0,
-        "producerConfig": {"acks": "all", "linger.ms": "0"},
-        "consumerConfig": {"enable.auto.commit": "false"},
-    }
-    merged = {**defaults, **config}
-    merged["commonConfig"] = _set_property(merged.get("commonConfig"), "bootstrap.servers", servers)
-    # a probe reads what it sends, never the topic's history (which a --topic may have)
-    merged["consumerConfig"] = _set_property(
-        merged.get("consumerConfig"), "auto.offset.reset", "latest"
-    )
-    merged.setdefault("consumerAssignment", "assign")  # no group join: first line in < 2 s
-    return merged
-
-
-def _kafka_ssl(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """``kafka+ssl://``: TLS, unless the driver file already asks for SASL over TLS."""
-    merged = _kafka(url, config)
-    common = merged["commonConfig"]
-    if isinstance(common, Mapping):
-        protocols = [str(common.get("security.protocol", ""))]
-    else:  # .properties text: the last line for a key wins
-        protocols = SECURITY_PROTOCOL_LINE.findall(common) or [""]
-    if "SSL" not in protocols[-1].upper():
-        merged["commonConfig"] = _set_property(common, "security.protocol", "SSL")
-    return merged
-
-
-def _rabbitmq(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    return {**config, "amqpUris": [url]}
-
-
-def _pulsar(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    return {**config, "client": {**config.get("client", {}), "serviceUrl": url}}
-
-
-def _pravega(url: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    return {**config, "client": {**config.get("client", {}), "controllerURI": url}}
-
-
-SCHEMES: dict[str, tuple[str, str, Callable[[str, Mapping[str, Any]], dict[str, Any]]]] = {
-    "kafka": ("kafka", "Kafka", _kafka),
-    "kafka+ssl": ("kafka", "Kafka", _kafka_ssl),
-    "amqp": ("rabbitmq", "RabbitMQ", _rabbitmq),
-    "amqps": ("rabbitmq", "RabbitMQ", _rabbitmq),
-    "pulsar": ("pulsar", "Pulsar", _pulsar),
-    "pulsar+ssl": ("pulsar", "Pulsar", _pulsar),
-    "tcp": ("pravega", "Pravega", _pravega),
-    "tls": ("pravega", "Pravega", _pravega),
+KAFKA_DEFAULTS: dict[str, Any] = {
+    "replicationFactor": 0,
+    "producerConfig": {"acks": "all", "linger.ms": "0"},
+    "consumerConfig": {"enable.auto.commit": "false"},
 }
-"""URL scheme → (driver, display name, how the URL goes into that driver's config)."""
+"""A probe's Kafka settings when no driver file gives them: latency-minded, for a real cluster."""
 
 
 def driver_for_url(url: str, driver_file: Path | None = None) -> DriverSpec:
     """The driver config a probe of ``url`` uses; ``driver_file`` supplies client settings."""
-    scheme = urlsplit(url).scheme
-    if scheme not in SCHEMES or not urlsplit(url).netloc:
-        raise ConfigError(
-            "not a broker URL",
-            path="URL",
-            value=url,
-            allowed=[f"{known}://host:port" for known in SCHEMES],
-        )
-    kind, name, apply = SCHEMES[scheme]
-    base: Mapping[str, Any] = {}
-    source, display = SOURCE, name
-    if driver_file is not None:
-        loaded = load_driver_spec(driver_file)
-        if loaded.kind != kind:
-            raise ConfigError(
-                f"{scheme}:// URLs need a {kind} driver file, not {loaded.kind}",
-                file=str(driver_file),
-                path="driver",
-                value=loaded.kind,
-                allowed=[kind],
-            )
-        base, source, display = loaded.config, loaded.source, loaded.name
-    return DriverSpec(name=display, kind=kind, config=apply(url, base), source=source)
+    spec = urls.driver_for_url(url, driver_file, {"kafka": KAFKA_DEFAULTS})
+    if spec.kind != "kafka":
+        return spec
+    config = dict(spec.config)
+    # a probe reads what it sends, never the topic's history (which a --topic may have)
+    config["consumerConfig"] = urls.set_property(
+        config.get("consumerConfig"), "auto.offset.reset", "latest"
+    )
+    config.setdefault("consumerAssignment", "assign")  # no group join: first line in < 2 s
+    return replace(spec, config=config)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ for coordinated-omission checks).
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from itertools import cycle
 from time import sleep, time_ns
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -211,6 +213,13 @@ class Driver:
     process_local = True
     """Each process has a broker of its own: a run over several processes must keep every
     topic's producers and consumers in one of them."""
+
+    url_schemes = ("memory",)
+    """``loadgen run memory://`` (the plug-in hook of :mod:`loadgen.urls`): no address to set."""
+
+    @classmethod
+    def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(config)
 
     def __init__(self, spec: DriverSpec, config: MemoryConfig) -> None:
         self.spec = spec

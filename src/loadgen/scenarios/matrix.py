@@ -34,12 +34,10 @@ from loadgen.runner import RunReport
 from loadgen.scenarios.sweep import point_from_result
 from loadgen.spec import DriverSpec, Workload, load_yaml, parse_model, spec_from_dict
 from loadgen.spec.model import field_names
-from loadgen.spec.rate_profile import parse_rate
 
 DRIVER_PREFIX = "driver."
 DRIVER_KEY = "driver"
 """In an explicit point: which of the plan's driver files it runs on (all of them if absent)."""
-RATE_FIELD = "producerRate"
 
 
 class Plan(BaseModel):
@@ -229,8 +227,7 @@ def _point(
         if key.startswith(DRIVER_PREFIX):
             _set_dotted(driver_data, key[len(DRIVER_PREFIX) :], value)
         elif key in allowed:
-            rate_text = key == RATE_FIELD and isinstance(value, str)  # 10k; 0 and -1 as OMB's
-            fields[key] = parse_rate(value, f"{where}.{key}") if rate_text else value
+            fields[key] = value  # the workload reads 10k and 4KiB itself
         else:
             raise ConfigError(
                 "neither a workload field nor driver.<path>",

@@ -25,7 +25,7 @@ from loadgen.errors import ConfigError, RunAborted
 from loadgen.results.compare import load_result
 from loadgen.runner import RunReport
 from loadgen.spec import Workload
-from loadgen.spec.rate_profile import RATE_ALLOWED, parse_rate
+from loadgen.spec.units import RATE_ALLOWED, parse_rate
 
 MIN_ACHIEVED = 0.95
 """A rate passes an SLO only if the run sent at least this fraction of it."""

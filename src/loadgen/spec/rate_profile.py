@@ -8,28 +8,26 @@ loadgen's extension of the OMB workload (OMB has nothing like it)::
       - {rate: 1M, duration: 30s}
 
 A rate is a positive number of msg/s (the whole workload, like ``producerRate``), optionally
-with a ``k``, ``M`` or ``G`` suffix; a duration is seconds or a duration text (``30s``, ``1m30s``).
+with a ``k``, ``M`` or ``G`` suffix (:mod:`.units`); a duration is seconds or a duration text
+(``30s``, ``1m30s``).
 A ramp starts from the rate before it (``producerRate`` when the profile opens with a ramp).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from loadgen.errors import ConfigError
 from loadgen.spec.durations import parse_duration
+from loadgen.spec.units import parse_rate
 
 FIELD = "producerRateProfile"
 STEP_KEYS = {"rate", "duration"}
 RAMP_KEYS = {"rampTo", "duration"}
 SEGMENT_SHAPES = "{rate: RATE, duration: DURATION} or {rampTo: RATE, duration: DURATION}"
-RATE_TEXT = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*([kKMG]?)")
-MULTIPLIERS = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
-RATE_ALLOWED = "a positive number of msg/s, optionally with k, M or G (10k, 1.5M)"
 
 
 @dataclass(frozen=True)
@@ -39,18 +37,6 @@ class RateSegment:
     kind: Literal["step", "ramp"]
     rate: float
     duration_s: float
-
-
-def parse_rate(value: Any, path: str) -> float:
-    """msg/s from a number or a text such as ``10k`` or ``1.5M``."""
-    number: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str) and (match := RATE_TEXT.fullmatch(value.strip())):
-        number = float(match.group(1)) * MULTIPLIERS[match.group(2)]
-    if number is None or not (number > 0 and math.isfinite(number)):
-        raise ConfigError(f"{value!r} is not a rate", path=path, value=value, allowed=RATE_ALLOWED)
-    return number
 
 
 def _duration(value: Any, path: str) -> float:

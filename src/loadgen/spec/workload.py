@@ -4,10 +4,11 @@ Differences from OMB (all on purpose, all documented in the README): unknown key
 ``keyDistributor`` values are errors (``--lenient`` restores ignoring unknown keys); a count,
 size or duration whose OMB default (0) makes no sense must be given (``topics``,
 ``partitionsPerTopic``, ``messageSize``, ``testDurationMinutes`` — OMB's 0 means "run forever");
-durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional. One field is
-loadgen's own: ``producerRateProfile`` (steps and ramps of the rate, :mod:`.rate_profile`);
-so are ``messageSizes`` / ``messageSizeRange`` (:mod:`.message_sizes`) and ``consumerDelay``
-(:mod:`.consumer_delay`).
+durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional; ``producerRate``
+may be written ``10k`` and ``messageSize`` ``4KiB`` (:mod:`.units`; results hold the numbers).
+One field is loadgen's own: ``producerRateProfile`` (steps and ramps of the rate,
+:mod:`.rate_profile`); so are ``messageSizes`` / ``messageSizeRange`` (:mod:`.message_sizes`)
+and ``consumerDelay`` (:mod:`.consumer_delay`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from loadgen.spec.message_sizes import (
 )
 from loadgen.spec.model import parse_model
 from loadgen.spec.rate_profile import RateSegment, parse_profile, profile_to_yaml
+from loadgen.spec.units import parse_rate, parse_size
 
 MAX_TOTAL_PARTITIONS = 10_000_000
 
@@ -108,6 +110,17 @@ class Workload(BaseModel):
             return data
         mean = raw_mean(data)
         return {**data, "messageSize": 1 if mean is None else mean}
+
+    @field_validator("producer_rate", mode="before")
+    @classmethod
+    def _rate_text(cls, value: Any) -> Any:
+        """``10k`` as a rate; numbers (OMB's 0 and -1 too) go on to the field's own checks."""
+        return parse_rate(value, "producerRate") if isinstance(value, str) else value
+
+    @field_validator("message_size", mode="before")
+    @classmethod
+    def _size_text(cls, value: Any) -> Any:
+        return parse_size(value, "messageSize") if isinstance(value, str) else value
 
     @field_validator("producer_rate_profile", mode="before")
     @classmethod

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from loadgen.cluster.placement import Placement
 from loadgen.cluster.spawn import announced_url, start_worker_process, stop_worker_processes
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import execute
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload, load_yaml, parse_model
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.testing.faketime import INSTALL_HINT, faketime_installed, skewed_env
@@ -49,7 +49,9 @@ def workload(rate: int) -> Workload:
 
 def one_run(spec: DriverSpec, chosen: Workload, urls: list[str], token: str, seconds: float):
     options = RunOptions(duration_s=seconds, warmup_s=1, stats_interval_s=1)
-    _, result, outcome = execute(chosen, None, spec, options, Placement(tuple(urls), token=token))
+    _, result, outcome = execute(
+        RunRequest(chosen, spec, options, placement=Placement(tuple(urls), token=token))
+    )
     if outcome.incomplete:
         raise SystemExit(f"run incomplete: {outcome.stop_detail}")
     correction = result["run"]["clockCorrection"]

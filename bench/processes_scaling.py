@@ -22,8 +22,8 @@ import statistics
 from contextlib import ExitStack
 
 from loadgen.cluster.placement import Placement
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import execute
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload, parse_model
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import measured_intervals, sent_per_second
@@ -58,7 +58,7 @@ SIDES = {
 
 def one_run(spec: DriverSpec, chosen: Workload, placement: Placement, seconds: float) -> dict:
     options = RunOptions(duration_s=seconds, warmup_s=2, stats_interval_s=1, drain_timeout_s=30)
-    _, result, outcome = execute(chosen, None, spec, options, placement)
+    _, result, outcome = execute(RunRequest(chosen, spec, options, placement=placement))
     measured = measured_intervals(outcome.intervals)
     wall = sum(s.seconds for s in measured)
     return {

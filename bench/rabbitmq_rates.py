@@ -18,8 +18,8 @@ from pathlib import Path
 
 import psutil
 
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload, load_yaml, parse_model
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import measured_intervals, sent_per_second
@@ -68,7 +68,7 @@ def main() -> None:
     try:
         for rate in args.rates:
             broker0, own0, wall0 = broker_cpu_seconds(broker.pid), own_cpu_seconds(), time.time()
-            report = run_one(workload(rate), None, spec, out, options)
+            report = run_one(RunRequest(workload(rate), spec, options, out_dir=out))
             wall = time.time() - wall0
             broker_cpu = (broker_cpu_seconds(broker.pid) - broker0) / wall
             own_cpu = (own_cpu_seconds() - own0) / wall

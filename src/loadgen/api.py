@@ -17,12 +17,13 @@ from loadgen.cluster.placement import Placement
 from loadgen.driver import load_driver_class
 from loadgen.errors import ConfigError, RunAborted
 from loadgen.hooks import DEFAULT_TIMEOUT_S, make_hooks
+from loadgen.listeners import OnInterval
 from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import DEFAULT_HOST as DEFAULT_METRICS_HOST
 from loadgen.metrics.endpoint import serving
+from loadgen.request import RunOptions, RunRequest
 from loadgen.result import Result, build_result
 from loadgen.runner import execute
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import (
     DriverSpec,
     Workload,
@@ -120,24 +121,29 @@ def run(
             value=stats_interval,
             allowed="≥ 1 s",
         )
-    options = RunOptions(
-        duration_s=_seconds(duration, "duration"),
-        warmup_s=_seconds(warmup, "warmup"),
-        stats_interval_s=interval,
-        keep_topics=keep_topics,
-        pipeline_dir=None if pipeline is None else str(pipeline),
-        on_interval=on_interval,
+    timeout = _seconds(hook_timeout, "hook_timeout")
+    request = RunRequest(
+        chosen,
+        spec,
+        RunOptions(
+            duration_s=_seconds(duration, "duration"),
+            warmup_s=_seconds(warmup, "warmup"),
+            stats_interval_s=interval,
+            keep_topics=keep_topics,
+            pipeline_dir=None if pipeline is None else str(pipeline),
+        ),
+        workload_path=path,
+        placement=Placement(workers=tuple(workers), processes=processes, token=token),
+        hooks=make_hooks(
+            before_run, after_run, timeout or 0, ("before_run", "after_run", "hook_timeout")
+        ),
+        listeners=() if on_interval is None else (OnInterval(on_interval),),
         metrics=None if metrics_port is None else MetricsBoard(role="coordinator", worker="all"),
     )
-    placement = Placement(workers=tuple(workers), processes=processes, token=token)
-    timeout = _seconds(hook_timeout, "hook_timeout")
-    hooks = make_hooks(
-        before_run, after_run, timeout or 0, ("before_run", "after_run", "hook_timeout")
-    )
     with contextlib.ExitStack() as stack:
-        if options.metrics is not None:
-            stack.enter_context(serving(options.metrics, metrics_host, metrics_port, token))
-        name, document, outcome = execute(chosen, path, spec, options, placement, hooks)
+        if request.metrics is not None:
+            stack.enter_context(serving(request.metrics, metrics_host, metrics_port, token))
+        name, document, outcome = execute(request)
     result = build_result(
         name,
         spec.name,

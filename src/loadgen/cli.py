@@ -7,7 +7,7 @@ import logging
 import signal
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,18 +15,18 @@ import click
 
 import loadgen
 from loadgen import adhoc
+from loadgen import cli_options as opts
 from loadgen.cli_env import read_from_environment
-from loadgen.cluster.client import CONNECT_TIMEOUT_S
-from loadgen.cluster.placement import Placement, cores, worker_urls
+from loadgen.cli_options import Decorator, Output
+from loadgen.cluster.placement import Placement
 from loadgen.cluster.server import DEFAULT_MAX_BODY_BYTES, serve
 from loadgen.cluster.spawn import ANNOUNCEMENT, TOKEN_ENV
-from loadgen.cluster.split import SPLITS
 from loadgen.cpus import pin, usable_cpus
 from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
 from loadgen.hooks import RunHooks, describe_hook, make_hooks
 from loadgen.metrics.board import MetricsBoard
-from loadgen.metrics.endpoint import DEFAULT_HOST as DEFAULT_METRICS_HOST
 from loadgen.metrics.endpoint import serving
+from loadgen.outcome import RunReport
 from loadgen.pipeline.commands import pipeline
 from loadgen.report.console import (
     delivery_warning,
@@ -36,44 +36,18 @@ from loadgen.report.console import (
 )
 from loadgen.report.display import display_for
 from loadgen.report.shape import format_shape
+from loadgen.request import RunOptions, RunRequest
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.intervals_csv import write_intervals_csv
 from loadgen.results.verdict import format_checks, judge_report
-from loadgen.runner import RunReport, run_one
-from loadgen.scenarios import matrix, sweep
-from loadgen.scenarios.tailing import RunOptions
-from loadgen.spec import (
-    KeyDistributor,
-    Workload,
-    load_driver_spec,
-    load_workload,
-    parse_duration,
-    validate_file,
-)
+from loadgen.runner import run_one
+from loadgen.spec import KeyDistributor, load_driver_spec, load_workload, validate_file
 from loadgen.spec.driver_spec import DriverSpec
-from loadgen.spec.units import parse_rate, parse_size
 from loadgen.stats import IntervalStats, measured_intervals, merge_all
-from loadgen.thresholds import ALLOWED as SLO_GRAMMAR
-from loadgen.thresholds import Threshold, parse_all
+from loadgen.studies import matrix, sweep
+from loadgen.thresholds import parse_all
 
 log = logging.getLogger("loadgen")
-
-
-def _duration(option: str):
-    def convert(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-        return None if value is None else parse_duration(value, option=option)
-
-    return convert
-
-
-def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    """``--rate``: msg/s as a number or ``10k``, ``1.5M``."""
-    return None if value is None else parse_rate(value, f"--{param.name}")
-
-
-def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """``--size``: bytes as a number or ``4KiB``, ``1MiB``, ``4KB``."""
-    return None if value is None else parse_size(value, f"--{param.name}")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -108,117 +82,143 @@ def _embedded_kafka() -> Iterator[DriverSpec]:
     from loadgen.testing.tansu import start_tansu
 
     broker = start_tansu()
-    click.echo(f"started a local Kafka broker (tansu) at {broker.address}", err=True)
+    click.echo(
+        f"no -d given: started a local Kafka broker (tansu, Kafka-compatible) at "
+        f"{broker.address} for this run; it is stopped when the run ends",
+        err=True,
+    )
     try:
         yield DriverSpec(name="Kafka", kind="kafka", config=broker.driver_config)
     finally:
         broker.stop()
+        click.echo(f"stopped the local Kafka broker (tansu) at {broker.address}", err=True)
 
 
-def _stats_interval(ctx: click.Context, param: click.Parameter, value: str) -> float:
-    seconds = parse_duration(value, option="--stats-interval")
-    if seconds < 1:
-        raise ConfigError(
-            "must be at least 1 second",
-            path="--stats-interval",
-            value=seconds,
-            allowed="1s or more",
-        )
-    return seconds
-
-
-# Options that `run` and `sweep` share: each sweep step is a `run`.
-OUT_DIR = click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Directory for result files (and a sweep's summary).",
-)
-STATS_INTERVAL = click.option(
-    "--stats-interval",
-    callback=_stats_interval,
-    default="10s",
-    show_default=True,
-    help="Stats period (1s or more).",
-)
 LENIENT = click.option(
     "--lenient",
     is_flag=True,
     help="Ignore unknown YAML keys with a warning (OMB behaviour) instead of failing.",
 )
-PLAIN = click.option("--plain", is_flag=True, help="Plain lines even on a terminal (no live view).")
-WORKERS = click.option(
-    "--workers",
-    default=None,
-    help="Run on these `loadgen worker`s (URL,URL,...; the first creates the topics) instead "
-    "of processes on this host.",
-)
-WORKERS_WAIT = click.option(
-    "--workers-wait",
-    callback=_duration("--workers-wait"),
-    default="10s",
-    show_default=True,
-    help="How long each --workers URL may take to answer first (workers started together with "
-    "the coordinator, e.g. by a compose file); exit 3 naming one that did not.",
-)
-PROCESSES = click.option(
-    "--processes",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Worker processes on this host [default: one per usable core; 1 runs in this process].",
-)
-BEFORE_RUN = click.option(
-    "--before-run",
-    multiple=True,
-    help="A shell command run before each run (repeatable, in order), e.g. dropping the page "
-    "cache; a failure stops the run (exit 2). Output and exit code go into the result.",
-)
-AFTER_RUN = click.option(
-    "--after-run",
-    multiple=True,
-    help="A shell command run after each run (repeatable), whatever its outcome; a failure is "
-    "reported and recorded in the result.",
-)
-HOOK_TIMEOUT = click.option(
-    "--hook-timeout",
-    callback=_duration("--hook-timeout"),
-    default="5m",
-    show_default=True,
-    help="The longest one --before-run/--after-run command may take; it is killed then.",
-)
-TOKEN = click.option(
-    "--token",
-    envvar=TOKEN_ENV,
-    default=None,
-    help=f"The workers' token (or {TOKEN_ENV}); never printed or stored.",
-)
-
-METRICS_PORT = click.option(
-    "--metrics-port",
-    type=click.IntRange(0, 65535),
-    default=None,
-    help="Serve current rates, counts and latency percentiles in Prometheus' text format on "
-    "this port (0: any free one, printed). Off by default.",
-)
-METRICS_HOST = click.option(
-    "--metrics-host",
-    default=None,
-    help=f"Address for --metrics-port [default: {DEFAULT_METRICS_HOST}]. Not loopback needs a "
-    "token, which every scrape must then send as a bearer token.",
-)
+RUN_EXAMPLES = """\b
+Examples:
+  loadgen run workloads/1-topic-16-partitions-1kb.yaml
+      a local tansu (Kafka-compatible) broker is started for the run
+  loadgen run -d drivers/kafka.yaml --duration 5m --warmup 1m workload.yaml
+  loadgen run kafka://127.0.0.1:9092 --rate 10k --size 1KiB --duration 30s
+  loadgen run -d kafka.yaml workload.yaml --processes 4 --slo 'e2e.p99<20ms'
+  loadgen run -d kafka.yaml workload.yaml --workers http://10.0.0.2:8080,http://10.0.0.3:8080
+"""
 
 
-SLO = click.option(
-    "--slo",
-    multiple=True,
-    callback=lambda ctx, param, texts: parse_all(texts),
-    help="A threshold on the measured phase (repeatable), e.g. e2e.p99<20ms, publish.p50<=5ms, "
-    "rate>=0.99, lost==0: each one listed with its measured value, the verdict written into "
-    f"the result; exit 1 when one fails. Grammar: {SLO_GRAMMAR}.",
+def url_flags(
+    rate: float | None,
+    size: int | None,
+    topics: int | None,
+    partitions: int | None,
+    producers: int | None,
+    subscriptions: int | None,
+    consumers: int | None,
+    key_distributor: str | None,
+) -> dict[str, object]:
+    """A URL run's workload fields, by the flag that gives each (:func:`loadgen.adhoc.plan`)."""
+    return {
+        "--rate": rate,
+        "--size": size,
+        "--topics": topics,
+        "--partitions": partitions,
+        "--producers": producers,
+        "--subscriptions": subscriptions,
+        "--consumers": consumers,
+        "--key-distributor": key_distributor,
+    }
+
+
+def _count(name: str, least: int, field_name: str) -> Decorator:
+    return click.option(
+        f"--{name}",
+        metavar="N",
+        type=click.IntRange(min=least),
+        help=f"URL runs: {field_name} [1].",
+    )
+
+
+URL_FLAGS = (
+    click.option(
+        "--rate",
+        metavar="RATE",
+        callback=opts.rate,
+        help="URL runs: producerRate, msg/s (10k, 1.5M) [1k].",
+    ),
+    click.option(
+        "--size",
+        metavar="SIZE",
+        callback=opts.size,
+        help="URL runs: messageSize (512, 4KiB, 1MiB) [1KiB].",
+    ),
+    _count("topics", 1, "topics"),
+    _count("partitions", 1, "partitionsPerTopic"),
+    _count("producers", 0, "producersPerTopic"),
+    _count("subscriptions", 0, "subscriptionsPerTopic"),
+    _count("consumers", 0, "consumerPerSubscription"),
+    click.option(
+        "--key-distributor",
+        type=click.Choice([key.value for key in KeyDistributor]),
+        help="URL runs: keyDistributor [NO_KEY].",
+    ),
 )
+RUN_OPTIONS = (
+    opts.DURATION,
+    opts.WARMUP,
+    opts.STATS_INTERVAL,
+    click.option("--keep-topics", is_flag=True, help="Do not delete the topics after the run."),
+    click.option(
+        "--existing-topics",
+        metavar="NAME,...",
+        default=None,
+        help="Use these topics (NAME,NAME,...; one per workload topic; created if absent, never "
+        "deleted) instead of fresh ones. With producersPerTopic: 0, a consumer-only run reads "
+        "them.",
+    ),
+    click.option(
+        "--catch-up-timeout",
+        metavar="DURATION",
+        callback=opts.duration("--catch-up-timeout"),
+        default="10m",
+        show_default=True,
+        help="Catch-up runs: the longest the backlog may take to build, and then to drain.",
+    ),
+    click.option(
+        "--pipeline",
+        "pipeline_dir",
+        metavar="DIR",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Also land every interval in DIR for `loadgen pipeline ingest` (Spark).",
+    ),
+)
+RUN_OUTPUT = (
+    opts.OUT_DIR,
+    opts.quiet("Only the closing aggregate, no live view."),
+    opts.PLAIN,
+    click.option(
+        "--json-lines",
+        is_flag=True,
+        help="One JSON object per phase, interval and run summary on stdout, for programs.",
+    ),
+    opts.no_report("Do not write the HTML report beside the result."),
+    opts.SLO,
+    click.option(
+        "--csv",
+        "csv_path",
+        metavar="FILE",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Also write FILE: one row per stats interval (warm-up too) and a summary row.",
+    ),
+)
+PLACEMENT = (opts.WORKERS, opts.WORKERS_WAIT, opts.PROCESSES, opts.SPLIT, opts.TOKEN, opts.CPUS)
+STUDY_PLACEMENT = (opts.WORKERS, opts.WORKERS_WAIT, opts.PROCESSES, opts.TOKEN)
+"""A sweep or a matrix: where its runs go (no --split or --cpus: each run is a plain run)."""
 
 
 def _slo_exit(output: Output) -> None:
@@ -228,163 +228,42 @@ def _slo_exit(output: Output) -> None:
         sys.exit(1)
 
 
-def _metrics_address(port: int | None, host: str | None) -> tuple[str, int] | None:
-    """Where to serve metrics, or ``None`` when they are off."""
-    if port is None:
-        if host is not None:
-            raise ConfigError(
-                "--metrics-host only says where --metrics-port listens",
-                path="--metrics-host",
-                value=host,
-                allowed="--metrics-port PORT with it",
-            )
-        return None
-    return host or DEFAULT_METRICS_HOST, port
-
-
-@cli.command()
+@cli.command(epilog=RUN_EXAMPLES)
 @click.argument("workloads", metavar="WORKLOAD... | URL", nargs=-1, required=True)
 @click.option(
     "-d",
     "--driver",
     "drivers",
+    metavar="DRIVER.yaml",
     multiple=True,
     type=click.Path(path_type=Path),
-    help="Driver YAML (repeatable). Without it, a local Kafka broker is started. With a URL: "
-    "one file of client settings (the URL's address wins).",
+    help="Driver YAML (repeatable). Without it, a local tansu (Kafka-compatible) broker is "
+    "started for the run and stopped after it. With a URL: one file of client settings (the "
+    "URL's address wins).",
 )
-@OUT_DIR
-@click.option(
-    "--duration",
-    callback=_duration("--duration"),
-    help="Override testDurationMinutes (30s, 5m, 1h, 1m30s or seconds). URL runs: 1m.",
-)
-@click.option(
-    "--warmup",
-    callback=_duration("--warmup"),
-    help="Override warmupDurationMinutes (same formats). URL runs: 0.",
-)
-@click.option("--rate", callback=_rate, help="URL runs: producerRate, msg/s (10k, 1.5M) [1k].")
-@click.option("--size", callback=_size, help="URL runs: messageSize (512, 4KiB, 1MiB) [1KiB].")
-@click.option("--topics", type=click.IntRange(min=1), help="URL runs: topics [1].")
-@click.option("--partitions", type=click.IntRange(min=1), help="URL runs: partitionsPerTopic [1].")
-@click.option("--producers", type=click.IntRange(min=0), help="URL runs: producersPerTopic [1].")
-@click.option(
-    "--subscriptions", type=click.IntRange(min=0), help="URL runs: subscriptionsPerTopic [1]."
-)
-@click.option(
-    "--consumers", type=click.IntRange(min=0), help="URL runs: consumerPerSubscription [1]."
-)
-@click.option(
-    "--key-distributor",
-    type=click.Choice([key.value for key in KeyDistributor]),
-    help="URL runs: keyDistributor [NO_KEY].",
-)
+@opts.grouped("output", opts.output, *RUN_OUTPUT)
+@opts.grouped("options", opts.run_options, *RUN_OPTIONS)
+@opts.grouped("given", url_flags, *URL_FLAGS)
 @click.option(
     "--dry-run",
     is_flag=True,
     help="URL runs: print the workload and driver files (secrets redacted) and run nothing.",
 )
-@STATS_INTERVAL
-@click.option("--keep-topics", is_flag=True, help="Do not delete the topics after the run.")
-@click.option(
-    "--existing-topics",
-    default=None,
-    help="Use these topics (NAME,NAME,...; one per workload topic; created if absent, never "
-    "deleted) instead of fresh ones. With producersPerTopic: 0, a consumer-only run reads them.",
-)
-@click.option(
-    "--catch-up-timeout",
-    callback=_duration("--catch-up-timeout"),
-    default="10m",
-    show_default=True,
-    help="Catch-up runs: the longest the backlog may take to build, and then to drain.",
-)
 @LENIENT
-@click.option("-q", "--quiet", is_flag=True, help="Only the closing aggregate, no live view.")
-@PLAIN
-@click.option(
-    "--json-lines",
-    is_flag=True,
-    help="One JSON object per phase, interval and run summary on stdout, for programs.",
-)
-@click.option("--no-report", is_flag=True, help="Do not write the HTML report beside the result.")
-@click.option(
-    "--pipeline",
-    "pipeline_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Also land every interval in DIR for `loadgen pipeline ingest` (Spark).",
-)
-@WORKERS
-@WORKERS_WAIT
-@PROCESSES
-@click.option(
-    "--split",
-    type=click.Choice(SPLITS),
-    default=None,
-    help="How producers and consumers are dealt over workers: OMB's rule (producers on the "
-    "first half, consumers on the rest) or whole topics per worker [default: omb; topics for "
-    "the memory driver].",
-)
-@TOKEN
-@BEFORE_RUN
-@AFTER_RUN
-@HOOK_TIMEOUT
-@click.option(
-    "--cpus",
-    default=None,
-    help="Pin loadgen to these CPUs (1, 0,2 or 0-3; Linux). Pulsar's producer sent 1.6-1.9x "
-    "more pinned to one CPU; see the README before using it with other clients.",
-)
-@METRICS_PORT
-@METRICS_HOST
-@SLO
-@click.option(
-    "--csv",
-    "csv_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write FILE: one row per stats interval (warm-up too) and a summary row.",
-)
+@opts.grouped("placement", opts.placement, *PLACEMENT)
+@opts.grouped("hooks", opts.hooks, *opts.HOOKS)
+@opts.grouped("metrics", opts.metrics_address, *opts.METRICS)
 def run(
     workloads: tuple[str, ...],
     drivers: tuple[Path, ...],
-    out_dir: Path,
-    duration: float | None,
-    warmup: float | None,
-    rate: float | None,
-    size: int | None,
-    topics: int | None,
-    partitions: int | None,
-    producers: int | None,
-    subscriptions: int | None,
-    consumers: int | None,
-    key_distributor: str | None,
+    output: Output,
+    options: RunOptions,
+    given: dict[str, object],
     dry_run: bool,
-    stats_interval: float,
-    keep_topics: bool,
-    existing_topics: str | None,
-    catch_up_timeout: float,
     lenient: bool,
-    quiet: bool,
-    plain: bool,
-    json_lines: bool,
-    no_report: bool,
-    pipeline_dir: Path | None,
-    workers: str | None,
-    workers_wait: float,
-    processes: int | None,
-    split: str | None,
-    token: str | None,
-    before_run: tuple[str, ...],
-    after_run: tuple[str, ...],
-    hook_timeout: float,
-    cpus: str | None,
-    metrics_port: int | None,
-    metrics_host: str | None,
-    slo: tuple[Threshold, ...],
-    csv_path: Path | None,
+    placement: Placement,
+    hooks: RunHooks,
+    metrics: tuple[str, int] | None,
 ) -> None:
     """Run each WORKLOAD against each driver, in order, as OMB does; or one run from flags
     against a broker URL (kafka://, amqp(s)://, pulsar(+ssl)://, tcp:// or tls:// for Pravega,
@@ -394,191 +273,77 @@ def run(
     worst one seen (exit 1 when a run missed a --slo threshold). Ctrl-C ends the whole
     sequence after writing the partial result.
     """
-    given = {
-        "--rate": rate,
-        "--size": size,
-        "--topics": topics,
-        "--partitions": partitions,
-        "--producers": producers,
-        "--subscriptions": subscriptions,
-        "--consumers": consumers,
-        "--key-distributor": key_distributor,
-        "--duration": duration,
-        "--warmup": warmup,
-    }
-    from_url = adhoc.plan(workloads, drivers, given, dry_run)
+    durations = {"--duration": options.duration_s, "--warmup": options.warmup_s}
+    from_url = adhoc.plan(workloads, drivers, {**given, **durations}, dry_run)
     if from_url is not None and dry_run:
         click.echo(adhoc.as_yaml(*from_url), nl=False)
         return
-    if duration is not None and duration <= 0:
-        raise ConfigError(
-            "must be positive", path="--duration", value=duration, allowed="a positive duration"
-        )
-    if catch_up_timeout <= 0:
-        raise ConfigError(
-            "must be positive",
-            path="--catch-up-timeout",
-            value=catch_up_timeout,
-            allowed="a positive duration",
-        )
-    if csv_path is not None and len(workloads) * max(len(drivers), 1) > 1:
+    if output.csv is not None and len(workloads) * max(len(drivers), 1) > 1:
         raise ConfigError(
             "one CSV file holds one run",
             path="--csv",
-            value=str(csv_path),
+            value=str(output.csv),
             allowed="one WORKLOAD and at most one -d",
         )
-    output = Output(
-        out_dir,
-        _display_mode(quiet=quiet, plain=plain, json_lines=json_lines),
-        not no_report,
-        slo,
-        csv_path,
-    )
-    pinned = None if cpus is None else usable_cpus(cpus)
-    placement = _placement(workers, processes, token, split, pinned, workers_wait)
-    metrics = _metrics_address(metrics_port, metrics_host)
     board = None if metrics is None else MetricsBoard(role="coordinator", worker="all")
     if from_url is None:
         loaded = [(Path(path), load_workload(path, lenient=lenient)) for path in workloads]
         specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
     else:
         loaded, specs = [(Path(str(from_url[0].name)), from_url[0])], [from_url[1]]
-    options = RunOptions(
-        duration_s=duration,
-        warmup_s=warmup,
-        stats_interval_s=stats_interval,
-        keep_topics=keep_topics,
-        topic_names=_names("--existing-topics", existing_topics),
-        catch_up_timeout_s=catch_up_timeout,
-        pipeline_dir=None if pipeline_dir is None else str(pipeline_dir),
-        metrics=board,
-    )
-    hooks = make_hooks(before_run, after_run, hook_timeout)
-    single_run = len(loaded) * len(specs) == 1
-    worst = 0
     with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
         if board is not None and metrics is not None:  # before a broker starts: fail fast
-            click.echo(f"metrics: {stack.enter_context(serving(board, *metrics, token))}", err=True)
+            served = stack.enter_context(serving(board, *metrics, placement.token))
+            click.echo(f"metrics: {served}", err=True)
         if not specs:
             specs = [stack.enter_context(_embedded_kafka())]
-        if pinned is not None:
-            pin(pinned)  # after the embedded broker started: it must not inherit the pinning
-        for path, workload in loaded:
-            for spec in specs:
-                try:
-                    _run_and_show(workload, path, spec, options, placement, output, hooks)
-                except LoadgenError as error:
-                    interrupted = isinstance(error, RunAborted) and error.reason == "interrupted"
-                    if single_run or interrupted:
-                        raise
-                    click.echo(f"error: {error}", err=True)
-                    worst = max(worst, exit_code_for(error))
+        if placement.cpus:
+            pin(frozenset(placement.cpus))  # after the embedded broker: it must not inherit it
+        requests = [
+            RunRequest(
+                workload, spec, options, path, output.out_dir, placement, hooks, (), board
+            )
+            for path, workload in loaded
+            for spec in specs
+        ]
+        worst = _run_each(requests, output)
     if worst:
         sys.exit(worst)
     _slo_exit(output)
 
 
-def _names(option: str, text: str | None) -> tuple[str, ...]:
-    if text is None:
-        return ()
-    names = tuple(name.strip() for name in text.split(","))
-    if not all(names):
-        raise ConfigError("an empty name", path=option, value=text, allowed="NAME or NAME,NAME,...")
-    return names
+def _run_each(requests: list[RunRequest], output: Output) -> int:
+    """Run each request in turn: the worst exit code of the failed ones (OMB goes on after a
+    failed run); a single run's error, or Ctrl-C, is raised."""
+    worst = 0
+    for request in requests:
+        try:
+            _run_and_show(request, output)
+        except LoadgenError as error:
+            interrupted = isinstance(error, RunAborted) and error.reason == "interrupted"
+            if len(requests) == 1 or interrupted:
+                raise
+            click.echo(f"error: {error}", err=True)
+            worst = max(worst, exit_code_for(error))
+    return worst
 
 
-def _placement(
-    workers: str | None,
-    processes: int | None,
-    token: str | None,
-    split: str | None = None,
-    pinned: frozenset[int] | None = None,
-    workers_wait: float = CONNECT_TIMEOUT_S,
-) -> Placement:
-    """Where runs go: ``--workers``, or ``--processes`` on this host (one per usable core)."""
-    if workers and processes is not None:
-        raise ConfigError(
-            "--processes starts workers on this host, --workers uses others: choose one",
-            path="--processes",
-            value=processes,
-            allowed="no --processes with --workers",
-        )
-    return Placement(
-        workers=worker_urls(workers) if workers else (),
-        processes=processes or (len(pinned) if pinned is not None else cores()),
-        split=split,
-        token=token,
-        cpus=() if pinned is None else tuple(sorted(pinned)),
-        workers_wait_s=workers_wait,
-    )
-
-
-def _display_mode(*, quiet: bool, plain: bool, json_lines: bool) -> str:
-    chosen = [
-        flag
-        for flag, on in (("--quiet", quiet), ("--plain", plain), ("--json-lines", json_lines))
-        if on
-    ]
-    if len(chosen) > 1:
-        raise ConfigError(
-            "choose one output mode",
-            path=" ".join(chosen),
-            value=None,
-            allowed="one of --quiet, --plain, --json-lines",
-        )
-    return {"--quiet": "quiet", "--plain": "plain", "--json-lines": "json-lines"}.get(
-        chosen[0] if chosen else "", "auto"
-    )
-
-
-@dataclass(frozen=True)
-class Output:
-    """Where results go and what the user sees: the display mode and the HTML report or not."""
-
-    out_dir: Path
-    display: str
-    report: bool
-    slo: tuple[Threshold, ...] = ()
-    csv: Path | None = None
-    slo_failed: list[str] = field(default_factory=list)
-    """Result files whose run missed a ``slo`` threshold, filled as runs finish."""
-
-
-def _run_and_show(
-    workload: Workload,
-    path: Path,
-    spec: DriverSpec,
-    options: RunOptions,
-    placement: Placement,
-    output: Output,
-    hooks: RunHooks,
-) -> RunReport:
-    title = f"{workload.name or path.stem} on {spec.name} ({spec.kind})"
+def _run_and_show(request: RunRequest, output: Output) -> RunReport:
+    """Run ``request`` with the live display chosen, then say what it wrote and found."""
+    spec, workload = request.driver, request.workload
+    title = f"{request.name} on {spec.name} ({spec.kind})"
     click.echo(f"== {title}", err=True)
     with display_for(output.display, title) as display:
-        shown = replace(options, on_interval=display.interval, on_phase=display.phase)
+        shown = replace(request, out_dir=output.out_dir, listeners=(*request.listeners, display))
         try:
-            report = run_one(workload, path, spec, output.out_dir, shown, placement, hooks)
+            report = run_one(shown)
         except RunAborted as aborted:
             display.finish(None, aborted.result_path)
             _files_written(aborted.result_path, output)
             raise
         measured = measured_intervals(report.outcome.intervals)
         display.finish(merge_all(measured) if measured else None, str(report.path))
-    for record in report.result["run"].get("hooks", ()):
-        click.echo(f"hook: {describe_hook(record)}", err=True)
-    for note in (
-        format_shape(report.result),
-        format_clock_correction(report.result),
-        delivery_warning(report.result),
-        format_outages(report.result.get("outages")),
-    ):
-        if note is not None:
-            click.echo(note, err=True)
-    if "catchUp" in report.result and output.display != "json-lines":
-        click.echo(format_catch_up(report.result["catchUp"]), err=True)
-    _discovered_rate(report.result)
+    _notes(report.result, output)
     if output.slo:
         checks = judge_report(report, workload, output.slo)
         click.echo(format_checks(checks), err=True)
@@ -591,6 +356,23 @@ def _run_and_show(
         click.echo(f"csv: {written}", err=True)
     _files_written(str(report.path), output)
     return report
+
+
+def _notes(result: dict, output: Output) -> None:
+    """What a finished run's result says beyond its numbers: hooks, shape, clocks, outages."""
+    for record in result["run"].get("hooks", ()):
+        click.echo(f"hook: {describe_hook(record)}", err=True)
+    for note in (
+        format_shape(result),
+        format_clock_correction(result),
+        delivery_warning(result),
+        format_outages(result.get("outages")),
+    ):
+        if note is not None:
+            click.echo(note, err=True)
+    if "catchUp" in result and output.display != "json-lines":
+        click.echo(format_catch_up(result["catchUp"]), err=True)
+    _discovered_rate(result)
 
 
 def _discovered_rate(result: dict) -> None:
@@ -624,18 +406,48 @@ def _files_written(result: str | None, output: Output) -> None:
     click.echo(f"report: {target}", err=True)
 
 
-@cli.command("sweep")
+SWEEP_EXAMPLES = """\b
+Examples:
+  loadgen sweep -d kafka.yaml workload.yaml --rates 10k,50k,100k --duration 1m
+  loadgen sweep -d kafka.yaml workload.yaml --rates 10k:100k:10
+  loadgen sweep -d kafka.yaml workload.yaml --slo-p99 20 --search 10k:1M --max-runs 7
+"""
+MATRIX_EXAMPLES = """\b
+Examples:
+  loadgen matrix plan.yaml --dry-run
+  loadgen matrix plan.yaml -o results/matrix --repeat 3 --duration 2m
+  loadgen matrix plan.yaml --group-by driver,messageSize
+"""
+STUDY_RUN = (opts.DURATION, opts.WARMUP, opts.STATS_INTERVAL)
+
+
+def _study_output(help_quiet: str, help_no_report: str) -> tuple[Decorator, ...]:
+    return (
+        opts.OUT_DIR,
+        opts.quiet(help_quiet),
+        opts.PLAIN,
+        opts.no_report(help_no_report),
+        opts.SLO,
+    )
+
+
+@cli.command("sweep", epilog=SWEEP_EXAMPLES)
 @click.argument("workload_path", metavar="WORKLOAD", type=click.Path(path_type=Path))
 @click.option(
     "-d",
     "--driver",
+    metavar="DRIVER.yaml",
     type=click.Path(path_type=Path),
-    help="Driver YAML. Without it, a local Kafka broker is started.",
+    help="Driver YAML. Without it, a local tansu (Kafka-compatible) broker is started.",
 )
-@OUT_DIR
-@click.option("--rates", help="Rates to run: 1k,5k,10k or START:STOP:COUNT (evenly spaced).")
+@click.option(
+    "--rates",
+    metavar="RATE,...",
+    help="Rates to run: 1k,5k,10k or START:STOP:COUNT (evenly spaced).",
+)
 @click.option(
     "--slo-p99",
+    metavar="MS",
     type=click.FloatRange(min=0, min_open=True),
     help="Instead of --rates, find the highest rate whose p99 (ms) stays at or under this.",
 )
@@ -646,9 +458,15 @@ def _files_written(result: str | None, output: Output) -> None:
     show_default=True,
     help="The latency the SLO bounds.",
 )
-@click.option("--search", "search_range", help="The SLO search's rates: LOW:HIGH (10k:1M).")
+@click.option(
+    "--search",
+    "search_range",
+    metavar="RATE:RATE",
+    help="The SLO search's rates: LOW:HIGH (10k:1M).",
+)
 @click.option(
     "--max-runs",
+    metavar="N",
     type=click.IntRange(min=2),
     default=7,
     show_default=True,
@@ -661,46 +479,31 @@ def _files_written(result: str | None, output: Output) -> None:
     show_default=True,
     help="An SLO search stops when the lowest failing rate is within this of the highest passing.",
 )
-@click.option("--duration", callback=_duration("--duration"), help="Each run's measured phase.")
-@click.option("--warmup", callback=_duration("--warmup"), help="Each run's warm-up.")
-@STATS_INTERVAL
+@opts.grouped("options", opts.run_options, *STUDY_RUN)
 @LENIENT
-@click.option("-q", "--quiet", is_flag=True, help="Only each run's closing aggregate.")
-@PLAIN
-@click.option("--no-report", is_flag=True, help="No HTML reports (per run and for the sweep).")
-@WORKERS
-@WORKERS_WAIT
-@PROCESSES
-@TOKEN
-@BEFORE_RUN
-@AFTER_RUN
-@HOOK_TIMEOUT
-@SLO
+@opts.grouped(
+    "output",
+    opts.output,
+    *_study_output(
+        "Only each run's closing aggregate.", "No HTML reports (per run and for the sweep)."
+    ),
+)
+@opts.grouped("placement", opts.placement, *STUDY_PLACEMENT)
+@opts.grouped("hooks", opts.hooks, *opts.HOOKS)
 def sweep_command(
     workload_path: Path,
     driver: Path | None,
-    out_dir: Path,
     rates: str | None,
     slo_p99: float | None,
     slo_metric: str,
     search_range: str | None,
     max_runs: int,
     tolerance: float,
-    duration: float | None,
-    warmup: float | None,
-    stats_interval: float,
+    options: RunOptions,
     lenient: bool,
-    quiet: bool,
-    plain: bool,
-    no_report: bool,
-    workers: str | None,
-    workers_wait: float,
-    processes: int | None,
-    token: str | None,
-    before_run: tuple[str, ...],
-    after_run: tuple[str, ...],
-    hook_timeout: float,
-    slo: tuple[Threshold, ...],
+    output: Output,
+    placement: Placement,
+    hooks: RunHooks,
 ) -> None:
     """Run WORKLOAD at several rates (--rates), or search for the highest rate that meets a
     p99 bound (--slo-p99 with --search LOW:HIGH), and write a rate-vs-latency table and chart.
@@ -709,6 +512,53 @@ def sweep_command(
     `<workload>-sweep-<driver>-<time>.json` (and `.html`) lists them. An SLO search that finds
     no rate exits 1; so does a run that misses a --slo threshold (each run is judged).
     """
+    _one_study(rates, slo_p99, search_range)
+    planned = sweep.parse_rates(rates, "--rates") if rates is not None else None
+    bounds = None if search_range is None else sweep.parse_search(search_range, "--search")
+    workload = load_workload(workload_path, lenient=lenient)
+    if slo_metric == "e2e" and slo_p99 is not None and workload.subscriptions_per_topic == 0:
+        raise ConfigError(
+            "an e2e SLO needs consumers",
+            file=str(workload_path),
+            path="subscriptionsPerTopic",
+            value=0,
+            allowed="at least 1, or --slo-metric publish",
+        )
+    with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
+        spec = (
+            load_driver_spec(driver, lenient=lenient)
+            if driver is not None
+            else stack.enter_context(_embedded_kafka())
+        )
+        base = RunRequest(workload, spec, options, workload_path, None, placement, hooks)
+
+        def measure(rate: float) -> sweep.SweepPoint:
+            return sweep.measure_point(
+                workload, rate, lambda at: _run_and_show(replace(base, workload=at), output)
+            )
+
+        found = None
+        if planned is not None:
+            points = [measure(rate) for rate in planned]
+        else:
+            slo = sweep.Slo(slo_metric, slo_p99)
+            found = sweep.search(measure, slo, *bounds, max_runs, tolerance)
+            points = found.points
+    _sweep_summary(base, points, found, output)
+    if found is not None and found.highest_rate is None:
+        sys.exit(1)
+    _slo_exit(output)
+
+
+def _one_study(rates: str | None, slo_p99: float | None, search_range: str | None) -> None:
+    """A sweep runs --rates, or searches (--slo-p99 with --search): never both, never half."""
+    if rates is not None and search_range is not None:
+        raise ConfigError(
+            "--rates lists the rates to run, --search the range an SLO search explores: choose one",
+            path="--rates --search",
+            value=f"{rates} {search_range}",
+            allowed="--rates alone, or --slo-p99 with --search",
+        )
     if (rates is None) == (slo_p99 is None):
         raise ConfigError(
             "give either --rates (a sweep) or --slo-p99 (an SLO search)",
@@ -721,108 +571,61 @@ def sweep_command(
             path="--search",
             allowed="LOW:HIGH, e.g. 10k:1M",
         )
-    planned = sweep.parse_rates(rates, "--rates") if rates is not None else None
-    bounds = None if search_range is None else sweep.parse_search(search_range, "--search")
-    workload = load_workload(workload_path, lenient=lenient)
-    if slo_metric == "e2e" and slo_p99 is not None and workload.subscriptions_per_topic == 0:
-        raise ConfigError(
-            "an e2e SLO needs consumers",
-            file=str(workload_path),
-            path="subscriptionsPerTopic",
-            value=0,
-            allowed="at least 1, or --slo-metric publish",
-        )
-    output = Output(
-        out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report, slo
-    )
-    placement = _placement(workers, processes, token, workers_wait=workers_wait)
-    hooks = make_hooks(before_run, after_run, hook_timeout)
-    options = RunOptions(duration_s=duration, warmup_s=warmup, stats_interval_s=stats_interval)
-    with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
-        spec = (
-            load_driver_spec(driver, lenient=lenient)
-            if driver is not None
-            else stack.enter_context(_embedded_kafka())
-        )
 
-        def run_at(at: Workload) -> RunReport:
-            return _run_and_show(at, workload_path, spec, options, placement, output, hooks)
 
-        def measure(rate: float) -> sweep.SweepPoint:
-            return sweep.measure_point(workload, rate, run_at)
-
-        found = None
-        if planned is not None:
-            points = [measure(rate) for rate in planned]
-        else:
-            slo = sweep.Slo(slo_metric, slo_p99)
-            found = sweep.search(measure, slo, *bounds, max_runs, tolerance)
-            points = found.points
+def _sweep_summary(
+    base: RunRequest,
+    points: list[sweep.SweepPoint],
+    found: sweep.Search | None,
+    output: Output,
+) -> None:
+    """The sweep's own document (and chart), listing every run's result."""
     from loadgen.report import sweep as sweep_report  # matplotlib: only when a sweep ran
 
-    name = workload.name or workload_path.stem
-    summary = sweep.sweep_document(name, spec.name, points, found)
-    stem = result_stem(f"{name}-sweep", spec.name, datetime.now(UTC))
-    target = out_dir / f"{stem}.json"
+    summary = sweep.sweep_document(base.name, base.driver.name, points, found)
+    stem = result_stem(f"{base.name}-sweep", base.driver.name, datetime.now(UTC))
+    target = output.out_dir / f"{stem}.json"
     write_json_atomic(target, summary)
     click.echo(sweep_report.table_text(summary))
     click.echo(f"sweep: {target}", err=True)
-    if not no_report:
+    if output.report:
         click.echo(
             f"report: {sweep_report.write_html(summary, target.with_suffix('.html'))}", err=True
         )
-    if found is not None and found.highest_rate is None:
-        sys.exit(1)
-    _slo_exit(output)
 
 
-@cli.command("matrix")
+@cli.command("matrix", epilog=MATRIX_EXAMPLES)
 @click.argument("plan_path", metavar="PLAN", type=click.Path(path_type=Path))
-@OUT_DIR
-@click.option("--repeat", type=click.IntRange(min=1), default=None, help="Runs per point.")
+@click.option(
+    "--repeat", metavar="N", type=click.IntRange(min=1), default=None, help="Runs per point."
+)
 @click.option(
     "--group-by",
+    metavar="FIELD,...",
     default=None,
     help="Fields whose values make one chart line (F,F,...) [default: every varied field "
     "but producerRate].",
 )
 @click.option("--dry-run", is_flag=True, help="List the points (checked) and run nothing.")
-@click.option("--duration", callback=_duration("--duration"), help="Each run's measured phase.")
-@click.option("--warmup", callback=_duration("--warmup"), help="Each run's warm-up.")
-@STATS_INTERVAL
+@opts.grouped("options", opts.run_options, *STUDY_RUN)
 @LENIENT
-@click.option("-q", "--quiet", is_flag=True, help="Only each run's closing aggregate.")
-@PLAIN
-@click.option("--no-report", is_flag=True, help="No HTML report per run.")
-@WORKERS
-@WORKERS_WAIT
-@PROCESSES
-@TOKEN
-@BEFORE_RUN
-@AFTER_RUN
-@HOOK_TIMEOUT
-@SLO
+@opts.grouped(
+    "output",
+    opts.output,
+    *_study_output("Only each run's closing aggregate.", "No HTML report per run."),
+)
+@opts.grouped("placement", opts.placement, *STUDY_PLACEMENT)
+@opts.grouped("hooks", opts.hooks, *opts.HOOKS)
 def matrix_command(
     plan_path: Path,
-    out_dir: Path,
     repeat: int | None,
     group_by: str | None,
     dry_run: bool,
-    duration: float | None,
-    warmup: float | None,
-    stats_interval: float,
+    options: RunOptions,
     lenient: bool,
-    quiet: bool,
-    plain: bool,
-    no_report: bool,
-    workers: str | None,
-    workers_wait: float,
-    processes: int | None,
-    token: str | None,
-    before_run: tuple[str, ...],
-    after_run: tuple[str, ...],
-    hook_timeout: float,
-    slo: tuple[Threshold, ...],
+    output: Output,
+    placement: Placement,
+    hooks: RunHooks,
 ) -> None:
     """Run PLAN: a base workload on its driver files at every combination of listed values.
 
@@ -832,24 +635,24 @@ def matrix_command(
     missed a --slo threshold (each run is judged; points skipped on a resume are not re-judged).
     """
     plan = matrix.load_matrix(plan_path, repeat, lenient=lenient)
-    groups = list(_names("--group-by", group_by)) or None
+    groups = list(opts.names("--group-by", group_by)) or None
     if dry_run:
         for point in plan.points:
             values = ", ".join(f"{k}={v}" for k, v in point.values.items())
             click.echo(f"{point.key}  {values}")
         click.echo(f"{len(plan.points)} runs", err=True)
         return
-    output = Output(
-        out_dir, _display_mode(quiet=quiet, plain=plain, json_lines=False), not no_report, slo
+    around = make_hooks(
+        plan.before_run + hooks.before_run, plan.after_run + hooks.after_run, hooks.timeout_s
     )
-    placement = _placement(workers, processes, token, workers_wait=workers_wait)
-    hooks = make_hooks(plan.before_run + before_run, plan.after_run + after_run, hook_timeout)
-    options = RunOptions(duration_s=duration, warmup_s=warmup, stats_interval_s=stats_interval)
 
     def run_point(point: matrix.Point) -> RunReport:
-        return _run_and_show(
-            point.workload, plan.workload_path, point.spec, options, placement, output, hooks
+        request = RunRequest(
+            point.workload, point.spec, options, plan.workload_path, None, placement, around
         )
+        return _run_and_show(request, output)
+
+    out_dir = output.out_dir
 
     def skipped(count: int) -> None:
         if count:
@@ -950,21 +753,21 @@ def report(
 @click.argument("url")
 @click.option(
     "--rate",
-    callback=_rate,
+    callback=opts.rate,
     default="100",
     show_default=True,
     help="Messages per second (1k, 1.5M).",
 )
 @click.option(
     "--duration",
-    callback=_duration("--duration"),
+    callback=opts.duration("--duration"),
     default="10s",
     show_default=True,
     help="How long to probe; Ctrl-C ends it early with a verdict.",
 )
 @click.option(
     "--size",
-    callback=_size,
+    callback=opts.size,
     default="1024",
     show_default=True,
     help="Message size in bytes (512, 4KiB, 1MiB; 4KB = 4000).",
@@ -1007,7 +810,7 @@ def probe(
     driver_file: Path | None,
     topic: str | None,
     as_json: bool,
-    slo: tuple[Threshold, ...],
+    slo: tuple[opts.Threshold, ...],
 ) -> None:
     """Probe the broker at URL (kafka://, amqp://, pulsar://, tcp:// for Pravega) for latency.
 
@@ -1094,22 +897,19 @@ def brokers(action: str, kind: str, port: int | None) -> None:
 )
 @click.option("--cpus", default=None, help="Pin the worker to these CPUs (1, 0,2 or 0-3; Linux).")
 @click.option("--exit-with-stdin", is_flag=True, hidden=True)
-@METRICS_PORT
-@METRICS_HOST
+@opts.grouped("metrics", opts.metrics_address, *opts.METRICS)
 def worker(
     bind: str,
     token: str | None,
     max_body_mb: int,
     cpus: str | None,
     exit_with_stdin: bool,
-    metrics_port: int | None,
-    metrics_host: str | None,
+    metrics: tuple[str, int] | None,
 ) -> None:
     """Serve runs for a coordinator (`loadgen run --workers URL,...`) until stopped.
 
     With --metrics-port it also serves its own figures (each interval the coordinator takes).
     """
-    metrics = _metrics_address(metrics_port, metrics_host)
     if cpus is not None:
         pin(usable_cpus(cpus))  # before any driver exists: its threads inherit it
 

@@ -20,9 +20,12 @@ from typing import Any
 from loadgen import hdr, thresholds, urls
 from loadgen.driver import open_driver
 from loadgen.errors import ConfigError
+from loadgen.listeners import Listeners, OnInterval
+from loadgen.outcome import RunOutcome
 from loadgen.payload import build_payloads
 from loadgen.report.records import latency_ms
-from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
+from loadgen.request import RunOptions
+from loadgen.scenarios.tailing import run_tailing
 from loadgen.spec import DriverSpec, Workload, parse_model
 from loadgen.stats import END_TO_END, PUBLISH, IntervalStats, merge_all
 from loadgen.stats import METRICS as RECORDED
@@ -137,10 +140,10 @@ def run_probe(
         probe_timeout_s=10.0,
         drain_timeout_s=2.0,
         topic_names=(settings.topic,) if settings.topic else (),
-        on_interval=lambda stats, _backlog: on_interval(stats),
     )
+    shown = Listeners((OnInterval(lambda stats, _backlog: on_interval(stats)),))
     outcome = run_tailing(
-        LocalWorker(open_driver(spec)), workload, build_payloads(workload, None), options
+        LocalWorker(open_driver(spec)), workload, build_payloads(workload, None), options, shown
     )
     return _verdict(outcome, settings)
 

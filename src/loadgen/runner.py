@@ -1,188 +1,190 @@
-"""One run, from specs to a result file: payloads, driver, scenario, TestResult JSON.
+"""One run, from its request to a result file: payloads, hooks, listeners, scenario, TestResult.
 
-Shared by the CLI and the Python API, so both write the same files.
+Shared by the CLI and the Python API (and the studies above them: sweep, matrix), so all write
+the same files. Everything about the run comes in one :class:`~loadgen.request.RunRequest`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loadgen.cluster.placement import Placement, open_worker
+from loadgen.cluster.placement import open_worker
 from loadgen.errors import RunAborted
-from loadgen.hooks import RunHooks, hook_env, run_after, run_before
-from loadgen.metrics.run import publishing
+from loadgen.hooks import hook_env, run_after, run_before
+from loadgen.listeners import Listeners, RunListener
+from loadgen.metrics.board import MetricsBoard
+from loadgen.outcome import RunOutcome, RunReport
 from loadgen.payload import build_payloads
-from loadgen.pipeline.landing import RunIdentity, open_landing
+from loadgen.pipeline.landing import LandingFeed, RunIdentity, open_landing
 from loadgen.redaction import redact
+from loadgen.request import RunRequest
 from loadgen.results.checkpoint import UNFINISHED, UNFINISHED_DETAIL, Checkpoint
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.hlog import write_hlogs
 from loadgen.results.metadata import configuration, run_metadata
 from loadgen.results.testresult import ResultHeader, build_test_result
-from loadgen.scenarios.tailing import RunOptions, RunOutcome, run_tailing
-from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
+from loadgen.scenarios.tailing import run_tailing
 from loadgen.stats import IntervalStats
 from loadgen.worker.local import WORKER_ID
 
-IN_PROCESS = Placement()
-NO_HOOKS = RunHooks()
-
 
 @dataclass(frozen=True)
-class RunReport:
-    """Where the result went, what it says, and the raw outcome behind it."""
+class _Run:
+    """A request once it runs: its start time fixed, its id and its configuration known."""
 
-    path: Path
-    result: dict[str, Any]
-    outcome: RunOutcome
+    request: RunRequest
+    run_id: str
+    setup: dict[str, Any]
+
+    @classmethod
+    def start(cls, request: RunRequest) -> _Run:
+        options = request.options
+        started = replace(options, started_ms=options.started_ms or time.time_ns() // 1_000_000)
+        return cls(
+            replace(request, options=started),
+            uuid.uuid4().hex,
+            configuration(request.workload, request.driver),
+        )
+
+    @property
+    def started_ms(self) -> int:
+        return self.request.options.started_ms or 0
+
+    def document(self, outcome: RunOutcome) -> dict[str, Any]:
+        """The TestResult document of ``outcome`` (finished, cut short or still going)."""
+        request = self.request
+        workload = request.workload
+        header = ResultHeader(
+            workload=request.name,
+            driver=request.driver.name,
+            message_size=workload.message_size,
+            topics=workload.topics,
+            partitions=workload.partitions_per_topic,
+            producers_per_topic=workload.producers_per_topic,
+            consumers_per_topic=workload.consumer_per_subscription,
+            subscriptions_per_topic=workload.subscriptions_per_topic,
+            tailing_subscriptions_per_topic=workload.tailing_subscriptions_per_topic,
+        )
+        run = run_metadata(
+            workload,
+            request.driver,
+            request.options,
+            outcome,
+            self.run_id,
+            self.setup,
+            request.placement,
+        )
+        return build_test_result(header, outcome, run)
+
+    def checkpoint(self) -> Checkpoint | None:
+        """With an output directory, the result so far rewritten there after every interval."""
+        if self.request.out_dir is None:
+            return None
+
+        def so_far(intervals: list[IntervalStats]) -> dict[str, Any]:
+            return self.document(
+                RunOutcome(
+                    intervals=intervals,
+                    started_ms=self.started_ms,
+                    ended_ms=intervals[-1].end_ms,
+                    incomplete=True,
+                    stop_reason=UNFINISHED,
+                    stop_detail=UNFINISHED_DETAIL,
+                )
+            )
+
+        path = result_path(self.request.out_dir, self.request, self.started_ms)
+        return Checkpoint(path, self.started_ms, so_far)
+
+    def landing(self) -> LandingFeed | None:
+        """With ``--pipeline``, every interval landed for the Spark job."""
+        pipeline_dir = self.request.options.pipeline_dir
+        if pipeline_dir is None:
+            return None
+        spec = self.request.driver
+        identity = RunIdentity(
+            self.run_id, WORKER_ID, 1, self.request.name, spec.name, spec.kind, self.setup
+        )
+        return open_landing(Path(pipeline_dir), identity)
 
 
-def execute(
-    workload: Workload,
-    workload_path: Path | None,
-    spec: DriverSpec,
-    options: RunOptions,
-    placement: Placement = IN_PROCESS,
-    hooks: RunHooks = NO_HOOKS,
-    checkpoint_dir: Path | None = None,
-) -> tuple[str, dict[str, Any], RunOutcome]:
-    """Run ``workload`` against ``spec``: its name, the result document, the raw outcome.
+@contextlib.contextmanager
+def _on_board(board: MetricsBoard | None, **labels: str) -> Iterator[None]:
+    """The board shows one run, labelled ``labels``, as running for the block."""
+    if board is None:
+        yield
+        return
+    board.start_run(**labels)
+    try:
+        yield
+    finally:
+        board.end_run()
+
+
+def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
+    """Run ``request``: its name, the result document, the raw outcome.
 
     Never raises for a run cut short: the outcome says ``incomplete`` and the document has
     everything measured until then (and the pipeline, if any, gets the end marker all the same).
-    ``hooks`` run before anything is created and after the topics are gone; a failing
+    The hooks run before anything is created and after the topics are gone; a failing
     ``before_run`` command raises :class:`~loadgen.hooks.HookFailed` and nothing is run.
-    With ``checkpoint_dir``, the result so far is written there after every interval under the
+    With an ``out_dir``, the result so far is written there after every interval under the
     name the final result will have (:mod:`loadgen.results.checkpoint`).
     """
-    name = workload.name or (workload_path.stem if workload_path else "workload")
-    run_id = uuid.uuid4().hex
-    setup = configuration(workload, spec)
-    payloads = build_payloads(workload, workload_path)
-    env = hook_env(run_id, name, spec.name)
-    done_hooks = run_before(hooks, env)
-    options = replace(options, started_ms=options.started_ms or time.time_ns() // 1_000_000)
-
-    def document(outcome: RunOutcome) -> dict[str, Any]:
-        return _document(name, workload, spec, options, outcome, run_id, setup, placement)
-
-    if checkpoint_dir is not None:
-        checkpoint = _checkpoint(checkpoint_dir, name, spec, options.started_ms, document)
-        options = replace(options, on_interval=checkpoint.chain(options.on_interval))
-    landing = None
-    if options.pipeline_dir is not None:
-        identity = RunIdentity(run_id, WORKER_ID, 1, name, spec.name, spec.kind, setup)
-        landing = open_landing(Path(options.pipeline_dir), identity)
-        options = replace(options, on_interval=landing.chain(options.on_interval))
+    run = _Run.start(request)
+    request = run.request
+    spec, workload = request.driver, request.workload
+    payloads = build_payloads(workload, request.workload_path)
+    env = hook_env(run.run_id, request.name, spec.name)
+    done_hooks = run_before(request.hooks, env)
+    checkpoint, landing = run.checkpoint(), run.landing()
+    # the board first: a scrape shows an interval before the caller's own listener gets it
+    ours: list[RunListener | None] = [request.metrics, landing, checkpoint]
+    listeners = Listeners((*(one for one in ours if one is not None), *request.listeners))
     status = "failed"
+    labels = {"run_id": run.run_id, "workload": request.name, "driver": spec.name}
     try:
         with (
-            publishing(options, run_id=run_id, workload=name, driver=spec.name) as options,
-            open_worker(spec, workload, placement) as worker,
+            _on_board(request.metrics, **labels),
+            open_worker(spec, workload, request.placement) as worker,
         ):
-            outcome = run_tailing(worker, workload, payloads, options)
+            outcome = run_tailing(worker, workload, payloads, request.options, listeners)
         status = "incomplete" if outcome.incomplete else "complete"
     finally:  # after_run undoes what before_run did, so it runs whenever before_run did
-        done_hooks += run_after(hooks, {**env, "LOADGEN_RUN_STATUS": status})
+        done_hooks += run_after(request.hooks, {**env, "LOADGEN_RUN_STATUS": status})
     if landing is not None:
         landing.end(
             outcome.intervals, incomplete=outcome.incomplete, stop_reason=outcome.stop_reason
         )
-    result = document(outcome)
-    if hooks:
+    result = run.document(outcome)
+    if request.hooks:
         result["run"]["hooks"] = [redact(record.to_json()) for record in done_hooks]
-    return name, result, outcome
+    return request.name, result, outcome
 
 
-def _checkpoint(
-    out_dir: Path,
-    name: str,
-    spec: DriverSpec,
-    started_ms: int,
-    document: Callable[[RunOutcome], dict[str, Any]],
-) -> Checkpoint:
-    def so_far(intervals: list[IntervalStats]) -> dict[str, Any]:
-        return document(
-            RunOutcome(
-                intervals=intervals,
-                started_ms=started_ms,
-                ended_ms=intervals[-1].end_ms,
-                incomplete=True,
-                stop_reason=UNFINISHED,
-                stop_detail=UNFINISHED_DETAIL,
-            )
-        )
-
-    return Checkpoint(result_path(out_dir, name, spec, started_ms), started_ms, so_far)
-
-
-def _document(
-    name: str,
-    workload: Workload,
-    spec: DriverSpec,
-    options: RunOptions,
-    outcome: RunOutcome,
-    run_id: str,
-    setup: dict[str, Any],
-    placement: Placement,
-) -> dict[str, Any]:
-    """The TestResult document of ``outcome`` (finished, cut short or still going)."""
-    header = ResultHeader(
-        workload=name,
-        driver=spec.name,
-        message_size=workload.message_size,
-        topics=workload.topics,
-        partitions=workload.partitions_per_topic,
-        producers_per_topic=workload.producers_per_topic,
-        consumers_per_topic=workload.consumer_per_subscription,
-        subscriptions_per_topic=workload.subscriptions_per_topic,
-    )
-    return build_test_result(
-        header,
-        outcome.intervals,
-        run=run_metadata(workload, spec, options, outcome, run_id, setup, placement),
-        probe_sent=outcome.totals.probe_sent,
-        probe_received=outcome.totals.probe_received,
-        incomplete=outcome.incomplete,
-        stop_reason=outcome.stop_reason,
-        accounting=outcome.accounting,
-        catch_up=outcome.catch_up,
-        tailing_per_topic=workload.tailing_subscriptions_per_topic,
-        extensions=outcome.extensions,
-    )
-
-
-def result_path(out_dir: Path, name: str, spec: DriverSpec, started_ms: int) -> Path:
+def result_path(out_dir: Path, request: RunRequest, started_ms: int) -> Path:
     """Where a run's result goes: OMB's ``<workload>-<driver>-<UTC time>.json`` in ``out_dir``."""
     started = datetime.fromtimestamp(started_ms / 1000, UTC)
-    return out_dir / f"{result_stem(name, spec.name, started)}.json"
+    return out_dir / f"{result_stem(request.name, request.driver.name, started)}.json"
 
 
-def run_one(
-    workload: Workload,
-    workload_path: Path | None,
-    spec: DriverSpec,
-    out_dir: Path,
-    options: RunOptions,
-    placement: Placement = IN_PROCESS,
-    hooks: RunHooks = NO_HOOKS,
-) -> RunReport:
-    """Run ``workload`` against ``spec`` and write the result; raise RunAborted if cut short.
+def run_one(request: RunRequest) -> RunReport:
+    """Run ``request`` and write the result into its ``out_dir``; raise RunAborted if cut short.
 
     The result file is written before RunAborted is raised, so nothing measured is lost; while
     the run goes, it holds the last completed interval's checkpoint.
     """
-    name, result, outcome = execute(
-        workload, workload_path, spec, options, placement, hooks, checkpoint_dir=out_dir
-    )
-    path = result_path(out_dir, name, spec, outcome.started_ms)
+    if request.out_dir is None:
+        raise ValueError("run_one writes a result file: the request needs an out_dir")
+    _, result, outcome = execute(request)
+    path = result_path(request.out_dir, request, outcome.started_ms)
     write_json_atomic(path, result)
     write_hlogs(path, outcome.intervals, outcome.started_ms)
     if outcome.incomplete:

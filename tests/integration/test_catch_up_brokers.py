@@ -7,8 +7,8 @@ see loadgen.testing.pulsar).
 
 import pytest
 
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 
@@ -43,7 +43,7 @@ def test_a_catch_up_run_drains_its_backlog(broker_spec, tmp_path):
         }
     )
     options = RunOptions(stats_interval_s=1, catch_up_timeout_s=60)
-    report = run_one(chosen, None, broker_spec, tmp_path, options)
+    report = run_one(RunRequest(chosen, broker_spec, options, out_dir=tmp_path))
     block = report.result["catchUp"]
     assert block["targetReached"] and block["drained"], block
     build = block["phases"]["build"]

@@ -14,8 +14,8 @@ import pytest
 from loadgen import hdr
 from loadgen.cluster.placement import Placement
 from loadgen.cluster.spawn import local_workers
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import execute
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import END_TO_END, METRICS, PUBLISH, measured_intervals, merge_all
 from loadgen.testing.rabbitmq import rabbitmqctl
@@ -37,7 +37,7 @@ def test_three_workers_merge_into_one_exact_result(three_workers, kafka_spec, ta
     options = RunOptions(duration_s=4, warmup_s=1, stats_interval_s=1)
     placement = Placement(workers=tuple(urls), token=token)
 
-    _, result, outcome = execute(workload, None, kafka_spec, options, placement)
+    _, result, outcome = execute(RunRequest(workload, kafka_spec, options, placement=placement))
     run = result["run"]
 
     assert not outcome.incomplete, outcome.stop_detail
@@ -85,7 +85,9 @@ def two_process_run(spec, workload):
     # a 30-s drain: once, with a second test suite running on the same 2 cores, one Pulsar
     # message had not arrived after the default 10 s (not seen again in 27 runs)
     options = RunOptions(duration_s=3, warmup_s=0, stats_interval_s=1, drain_timeout_s=30)
-    _, result, outcome = execute(workload, None, spec, options, Placement(processes=2))
+    _, result, outcome = execute(
+        RunRequest(workload, spec, options, placement=Placement(processes=2))
+    )
     assert not outcome.incomplete, outcome.stop_detail
     run = result["run"]
     assert list(run["workerRoles"].values()) == ["producer", "consumer"]

@@ -2,8 +2,8 @@
 
 import pytest
 
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 
 pytestmark = pytest.mark.integration
 
@@ -12,7 +12,7 @@ def test_discovery_ramps_up_then_backs_off_when_the_broker_falls_behind(
     kafka_spec, tailing, tmp_path
 ):
     options = RunOptions(duration_s=27, warmup_s=0, stats_interval_s=3)
-    report = run_one(tailing(0, partitions=4), None, kafka_spec, tmp_path, options)
+    report = run_one(RunRequest(tailing(0, partitions=4), kafka_spec, options, out_dir=tmp_path))
     discovery = report.result["rateDiscovery"]
     history = discovery["history"]
     reasons = [change["reason"] for change in history]

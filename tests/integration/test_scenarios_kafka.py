@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,9 @@ OPTIONS = RunOptions(stats_interval_s=1, catch_up_timeout_s=120)
 def catch_up_run(kafka_spec, tmp_path_factory):
     """OMB's catch-up run with a 205 MiB backlog (0.2 GiB of 1 KiB messages)."""
     chosen = workload(name="catch-up", consumerBacklogSizeGB=0.2)
-    return run_one(chosen, None, kafka_spec, tmp_path_factory.mktemp("catch-up"), OPTIONS)
+    return run_one(
+        RunRequest(chosen, kafka_spec, OPTIONS, out_dir=tmp_path_factory.mktemp("catch-up"))
+    )
 
 
 def test_a_catch_up_run_builds_a_200_mb_backlog_and_times_its_drain(catch_up_run):
@@ -74,7 +76,7 @@ def test_a_mixed_run_reports_tailing_and_catch_up_apart(kafka_spec, tmp_path):
         consumerBacklogSizeGB=0.05,
         producerRate=20_000,
     )
-    report = run_one(chosen, None, kafka_spec, tmp_path, OPTIONS)
+    report = run_one(RunRequest(chosen, kafka_spec, OPTIONS, out_dir=tmp_path))
     block = report.result["catchUp"]
     assert block["drained"] and block["tailingSubscriptionsPerTopic"] == 1
     build, drain = block["phases"]["build"], block["phases"]["drain"]
@@ -93,7 +95,7 @@ def test_a_mixed_run_reports_tailing_and_catch_up_apart(kafka_spec, tmp_path):
 
 def test_a_producer_only_run_sends_without_consumers(kafka_spec, tmp_path):
     chosen = workload(name="producer-only", subscriptionsPerTopic=0, producerRate=5_000)
-    report = run_one(chosen, None, kafka_spec, tmp_path, OPTIONS)
+    report = run_one(RunRequest(chosen, kafka_spec, OPTIONS, out_dir=tmp_path))
     result = report.result
     assert result["totalMessagesSent"] > 0.9 * 5_000 * 6
     assert result["totalMessagesReceived"] == 0
@@ -114,7 +116,7 @@ def test_a_consumer_only_run_reads_a_topic_another_run_fills(kafka_spec, tmp_pat
     )
     filler.start()
     try:
-        report = run_one(reading, None, kafka_spec, tmp_path, named)
+        report = run_one(RunRequest(reading, kafka_spec, named, out_dir=tmp_path))
     finally:
         filler.join(timeout=60)
     result = report.result

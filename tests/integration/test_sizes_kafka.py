@@ -5,8 +5,8 @@ from collections import Counter
 import pytest
 
 from loadgen.payload import build_payloads
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,12 @@ def test_sizes_100_and_4096_are_sent_and_received_to_the_byte(kafka_spec, tmp_pa
         }
     )
     report = run_one(
-        chosen, None, kafka_spec, tmp_path, RunOptions(duration_s=3, warmup_s=0, stats_interval_s=1)
+        RunRequest(
+            chosen,
+            kafka_spec,
+            RunOptions(duration_s=3, warmup_s=0, stats_interval_s=1),
+            out_dir=tmp_path,
+        )
     )
     intervals = report.outcome.intervals
     sent = sum(s.sent for s in intervals)

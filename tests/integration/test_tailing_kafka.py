@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.stats import measured_intervals, sent_per_second
 
 pytestmark = pytest.mark.integration
@@ -17,7 +17,9 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def one_minute_run(kafka_spec, tailing, tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
-    return run_one(tailing(10_000), None, kafka_spec, out, RunOptions(stats_interval_s=10))
+    return run_one(
+        RunRequest(tailing(10_000), kafka_spec, RunOptions(stats_interval_s=10), out_dir=out)
+    )
 
 
 def test_one_minute_at_10k_hits_the_rate_within_one_percent(one_minute_run):
@@ -64,11 +66,12 @@ def test_topics_are_deleted_after_the_run_unless_kept(
     kafka_spec, kafka_broker, tailing, tmp_path, keep
 ):
     report = run_one(
-        tailing(500, partitions=2),
-        None,
-        kafka_spec,
-        tmp_path,
-        RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1, keep_topics=keep),
+        RunRequest(
+            tailing(500, partitions=2),
+            kafka_spec,
+            RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1, keep_topics=keep),
+            out_dir=tmp_path,
+        )
     )
     created = set(report.outcome.topics)
     assert len(created) == 1

@@ -23,8 +23,8 @@ import pytest
 from drivers.pulsar import consumer as pulsar_consumer
 from drivers.pulsar.stamp import read_stamp
 from loadgen.driver import TopicSpec, open_driver
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import measured_intervals, sent_per_second
 from loadgen.testing.pulsar import start_pulsar_lite
@@ -77,7 +77,9 @@ class Deliveries:
 @pytest.fixture(scope="module")
 def one_minute_run(pulsar_spec, tailing, deliveries, tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
-    return run_one(tailing(5_000), None, pulsar_spec, out, RunOptions(stats_interval_s=10))
+    return run_one(
+        RunRequest(tailing(5_000), pulsar_spec, RunOptions(stats_interval_s=10), out_dir=out)
+    )
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.stats import measured_intervals, sent_per_second
 from loadgen.testing.rabbitmq import rabbitmqctl
 
@@ -15,7 +15,9 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def one_minute_run(rabbitmq_spec, tailing, tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
-    return run_one(tailing(5_000), None, rabbitmq_spec, out, RunOptions(stats_interval_s=10))
+    return run_one(
+        RunRequest(tailing(5_000), rabbitmq_spec, RunOptions(stats_interval_s=10), out_dir=out)
+    )
 
 
 def test_one_minute_at_5k_holds_the_rate(one_minute_run):

@@ -4,10 +4,12 @@ import pytest
 
 from drivers.memory import Driver
 from loadgen.errors import ConfigError
+from loadgen.listeners import Listeners, OnInterval
+from loadgen.outcome import CatchUpPlan
 from loadgen.payload import build_payloads
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.catch_up import CatchUpPlan
-from loadgen.scenarios.tailing import RunOptions, run_tailing
+from loadgen.scenarios.tailing import run_tailing
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.worker.local import LocalWorker
@@ -44,7 +46,7 @@ def test_the_plan_follows_omb_backlog_arithmetic():
 
 
 def test_a_catch_up_run_pauses_builds_resumes_and_drains(tmp_path):
-    report = run_one(workload(), None, MEMORY, tmp_path, OPTIONS)
+    report = run_one(RunRequest(workload(), MEMORY, OPTIONS, out_dir=tmp_path))
     block, outcome = report.result["catchUp"], report.outcome.catch_up
     assert block["targetReached"] and block["drained"]
     assert block["backlogMessages"] >= 10_000
@@ -60,7 +62,7 @@ def test_a_catch_up_run_pauses_builds_resumes_and_drains(tmp_path):
 
 
 def test_no_interval_straddles_a_phase_boundary(tmp_path):
-    report = run_one(workload(), None, MEMORY, tmp_path, OPTIONS)
+    report = run_one(RunRequest(workload(), MEMORY, OPTIONS, out_dir=tmp_path))
     outcome = report.outcome.catch_up
     for boundary in (outcome.build_started_ms, outcome.build_ended_ms, outcome.drain_ended_ms):
         for interval in report.outcome.intervals:
@@ -69,7 +71,7 @@ def test_no_interval_straddles_a_phase_boundary(tmp_path):
 
 def test_a_mixed_run_keeps_the_tailing_subscription_live(tmp_path):
     chosen = workload(subscriptionsPerTopic=3, tailingSubscriptionsPerTopic=1)
-    report = run_one(chosen, None, MEMORY, tmp_path, OPTIONS)
+    report = run_one(RunRequest(chosen, MEMORY, OPTIONS, out_dir=tmp_path))
     block = report.result["catchUp"]
     assert block["catchUpSubscriptionsPerTopic"] == 2
     # two catch-up subscriptions: the backlog counts each (OMB's subscriptions x sent)
@@ -86,7 +88,7 @@ def test_a_mixed_run_keeps_the_tailing_subscription_live(tmp_path):
 def test_a_backlog_that_cannot_be_built_in_time_is_reported_and_still_drained(tmp_path):
     chosen = workload(consumerBacklogSizeGB=1)  # 1 GiB at 10 MB/s: far beyond the timeout
     options = RunOptions(stats_interval_s=1, catch_up_timeout_s=1)
-    report = run_one(chosen, None, MEMORY, tmp_path, options)
+    report = run_one(RunRequest(chosen, MEMORY, options, out_dir=tmp_path))
     block = report.result["catchUp"]
     assert not block["targetReached"]
     assert 5_000 < block["backlogMessages"] < block["backlogTargetMessages"]
@@ -103,9 +105,11 @@ def test_an_interrupted_build_keeps_a_partial_catch_up_block(tmp_path):
             raise KeyboardInterrupt
 
     chosen = workload(consumerBacklogSizeGB=1)
-    options = RunOptions(stats_interval_s=1, catch_up_timeout_s=30, on_interval=interrupt_on_first)
+    options = RunOptions(stats_interval_s=1, catch_up_timeout_s=30)
+    listeners = Listeners((OnInterval(interrupt_on_first),))
     driver = Driver.from_config(MEMORY)
-    outcome = run_tailing(LocalWorker(driver), chosen, build_payloads(chosen, None), options)
+    payloads = build_payloads(chosen, None)
+    outcome = run_tailing(LocalWorker(driver), chosen, payloads, options, listeners)
     assert outcome.incomplete and outcome.stop_reason == "interrupted"
     assert outcome.catch_up is not None and outcome.catch_up.build_ended_ms == 0
 

@@ -2,6 +2,7 @@
 
 import json
 
+from loadgen.listeners import Listeners, OnInterval
 from loadgen.results.checkpoint import Checkpoint
 from loadgen.results.hlog import hlog_path
 from loadgen.stats import IntervalStats
@@ -21,9 +22,9 @@ def test_each_interval_is_written_when_writing_is_cheap(tmp_path):
     passed_on = []
     # read before and after each write: intervals 1 s apart, writes of 10 ms
     ticks = iter(t + d for t in range(100) for d in (0, 0.01))
-    on_interval = Checkpoint(tmp_path / "r.json", 0, build, lambda: next(ticks)).chain(
-        lambda stats, backlog: passed_on.append((stats.start_ms, backlog))
-    )
+    checkpoint = Checkpoint(tmp_path / "r.json", 0, build, lambda: next(ticks))
+    passing = OnInterval(lambda stats, backlog: passed_on.append((stats.start_ms, backlog)))
+    on_interval = Listeners((checkpoint, passing)).interval
     for number in range(5):
         on_interval(interval(number), number)
     assert built == [1, 2, 3, 4, 5]
@@ -43,7 +44,7 @@ def test_slow_checkpoints_are_skipped_to_stay_under_a_tenth_of_the_time(tmp_path
         built.append(len(so_far))
         return {}
 
-    on_interval = Checkpoint(tmp_path / "r.json", 0, slow_build, lambda: now[0]).chain(None)
+    on_interval = Checkpoint(tmp_path / "r.json", 0, slow_build, lambda: now[0]).on_interval
     for number in range(60):
         on_interval(interval(number), 0)
         now[0] += 0.010
@@ -55,6 +56,6 @@ def test_slow_checkpoints_are_skipped_to_stay_under_a_tenth_of_the_time(tmp_path
 def test_a_failing_write_is_reported_and_the_run_goes_on(tmp_path, caplog):
     blocked = tmp_path / "file"
     blocked.write_text("")
-    on_interval = Checkpoint(blocked / "r.json", 0, lambda so_far: {}).chain(None)
+    on_interval = Checkpoint(blocked / "r.json", 0, lambda so_far: {}).on_interval
     on_interval(interval(0), 0)  # a directory that cannot exist: the write fails
     assert "writing the checkpoint" in caplog.text

@@ -17,8 +17,8 @@ def test_live_view_shows_phase_progress_rates_and_percentiles_and_keeps_lines_ab
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=140, color_system=None)
     with LiveDisplay(console, "quickstart on Kafka") as live:
-        live.phase("measure", 60.0)
-        live.interval(make_interval(), backlog=1234)
+        live.on_phase("measure", 60.0)
+        live.on_interval(make_interval(), backlog=1234)
         console.print(live._render())
         live.finish(make_interval(), "r.json")
     text = out.getvalue()
@@ -35,7 +35,7 @@ def test_live_view_shows_phase_progress_rates_and_percentiles_and_keeps_lines_ab
 def test_live_view_before_any_interval_shows_the_phase_clock_only(make_interval):
     console = Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
     live = LiveDisplay(console, "t")
-    live.phase("setup", None)
+    live.on_phase("setup", None)
     console.print(live._render())
     text = console.file.getvalue()
     assert "setup" in text and "0:00" in text and "msg/s" not in text
@@ -44,8 +44,8 @@ def test_live_view_before_any_interval_shows_the_phase_clock_only(make_interval)
 def test_json_lines_are_one_parseable_object_per_event(make_interval):
     out = io.StringIO()
     display = JsonLinesDisplay(out)
-    display.phase("warmup", 15.0)
-    display.interval(make_interval(warmup=True), backlog=7)
+    display.on_phase("warmup", 15.0)
+    display.on_interval(make_interval(warmup=True), backlog=7)
     display.finish(make_interval(), "results/r.json")
     phase, record, summary = (json.loads(line) for line in out.getvalue().splitlines())
     assert phase["type"] == "phase" and phase["phase"] == "warmup" and phase["seconds"] == 15.0
@@ -71,7 +71,7 @@ def test_json_summary_of_a_run_cut_before_measuring_has_no_latencies(make_interv
 def test_quiet_prints_only_the_aggregate_and_plain_prints_every_interval(make_interval):
     quiet, plain = io.StringIO(), io.StringIO()
     for display in (PlainDisplay(quiet, quiet=True), PlainDisplay(plain)):
-        display.interval(make_interval(), backlog=0)
+        display.on_interval(make_interval(), backlog=0)
         display.finish(make_interval(), "r.json")
     assert "[measure]" not in quiet.getvalue() and "Aggregated publish" in quiet.getvalue()
     assert "[measure]" in plain.getvalue() and "Aggregated publish" in plain.getvalue()

@@ -14,8 +14,8 @@ from loadgen.errors import ConfigError
 from loadgen.payload import build_payloads, pool_sizes, sized_pool
 from loadgen.report.html import render_page
 from loadgen.report.shape import format_shape
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload, load_workload
 from loadgen.spec.consumer_delay import POOL_SIZE, ConsumerDelay, delay_pool
 from loadgen.spec.driver_spec import DriverSpec
@@ -161,7 +161,12 @@ def test_delay_pools_match_their_distributions():
 def test_bytes_counters_are_exact_with_a_size_distribution(tmp_path):
     chosen = workload(messageSizes=SIZES, producersPerTopic=2, partitionsPerTopic=2)
     report = run_one(
-        chosen, None, MEMORY, tmp_path, RunOptions(duration_s=2, warmup_s=0, stats_interval_s=1)
+        RunRequest(
+            chosen,
+            MEMORY,
+            RunOptions(duration_s=2, warmup_s=0, stats_interval_s=1),
+            out_dir=tmp_path,
+        )
     )
     intervals = report.outcome.intervals
     sent = sum(s.sent for s in intervals)
@@ -183,7 +188,12 @@ def test_consumer_delay_caps_the_consume_rate_and_shows_in_e2e(tmp_path):
     builds, and end-to-end latency rises with it (stamped on receipt, before the delay)."""
     chosen = workload(messageSize=100, producerRate=300, consumerDelay="5ms")
     report = run_one(
-        chosen, None, MEMORY, tmp_path, RunOptions(duration_s=2, warmup_s=0, stats_interval_s=1)
+        RunRequest(
+            chosen,
+            MEMORY,
+            RunOptions(duration_s=2, warmup_s=0, stats_interval_s=1),
+            out_dir=tmp_path,
+        )
     )
     first = report.outcome.intervals[0]
     assert first.sent >= 280

@@ -68,8 +68,8 @@ def board():
 
 def test_a_scrape_shows_the_intervals_counts_rates_and_java_percentiles(board):
     stats = interval()
-    board.phase("measure", 5.0)
-    board.interval(stats, 42)
+    board.on_phase("measure", 5.0)
+    board.on_interval(stats, 42)
     samples = scrape(board)
 
     assert value(samples, "loadgen_interval_index") == 0
@@ -103,7 +103,7 @@ def test_a_scrape_shows_the_intervals_counts_rates_and_java_percentiles(board):
 
 
 def test_percentiles_follow_java_where_hdrh_rounds_differently(board):
-    board.interval(interval())
+    board.on_interval(interval())
     p95 = round(
         value(scrape(board), "loadgen_producer_publish_latency_seconds", quantile="0.95") * 1e6
     )
@@ -115,8 +115,8 @@ def test_percentiles_follow_java_where_hdrh_rounds_differently(board):
 
 
 def test_totals_add_up_over_intervals_and_a_new_run_starts_over(board):
-    board.interval(interval(warmup=True))
-    board.interval(interval())
+    board.on_interval(interval(warmup=True))
+    board.on_interval(interval())
     samples = scrape(board)
     assert value(samples, "loadgen_interval_index") == 1
     assert value(samples, "loadgen_producer_messages_sent_total") == 32
@@ -133,7 +133,7 @@ def test_totals_add_up_over_intervals_and_a_new_run_starts_over(board):
 def test_run_state_follows_the_phases_and_the_end(board):
     assert value(scrape(board), "loadgen_run_active") == 1
     assert value(scrape(board), "loadgen_run_phase", phase="setup") == 1
-    board.phase("warmup", 2.0)
+    board.on_phase("warmup", 2.0)
     samples = scrape(board)
     assert value(samples, "loadgen_run_phase", phase="warmup") == 1
     assert value(samples, "loadgen_run_phase", phase="setup") == 0
@@ -155,7 +155,7 @@ def get(url: str, token: str | None = None) -> tuple[int, str]:
 
 
 def test_the_endpoint_serves_the_board_and_closes_its_port_at_the_end(board):
-    board.interval(interval())
+    board.on_interval(interval())
     with serving(board, "127.0.0.1", 0) as url:
         status, text = get(url)
         port = int(url.rsplit(":", 1)[1].split("/")[0])

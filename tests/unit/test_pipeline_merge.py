@@ -14,6 +14,7 @@ import pytest
 
 from loadgen import hdr
 from loadgen.errors import ConfigError
+from loadgen.listeners import Listeners, OnInterval
 from loadgen.pipeline.landing import (
     LandingWriter,
     RunIdentity,
@@ -228,7 +229,8 @@ def test_a_landing_that_fails_mid_run_is_logged_and_the_run_goes_on(tmp_path, ca
     target = tmp_path / "landing"
     feed = open_landing(target, writer(tmp_path).identity)
     seen = []
-    on_interval = feed.chain(lambda stats, backlog: seen.append(backlog))
+    passing = OnInterval(lambda stats, backlog: seen.append(backlog))
+    on_interval = Listeners((feed, passing)).interval
     os.rmdir(target)
     target.write_text("now a file")  # the directory is gone: every landing fails
     on_interval(interval(0), 7)
@@ -239,7 +241,7 @@ def test_a_landing_that_fails_mid_run_is_logged_and_the_run_goes_on(tmp_path, ca
 
 def test_the_feed_lands_one_interval_behind_and_the_final_list_at_the_end(tmp_path):
     feed = open_landing(tmp_path, writer(tmp_path).identity)
-    on_interval = feed.chain(None)
+    on_interval = feed.on_interval
     taken = [interval(0), interval(1)]
     on_interval(taken[0], 0)
     assert list(tmp_path.iterdir()) == []

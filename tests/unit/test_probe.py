@@ -4,8 +4,8 @@ import pytest
 
 from loadgen import hdr
 from loadgen.errors import ConfigError
+from loadgen.outcome import RunOutcome
 from loadgen.probe import ProbeSettings, _verdict, driver_for_url, probe_workload
-from loadgen.scenarios.tailing import RunOutcome
 from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
 
 

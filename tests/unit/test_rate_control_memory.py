@@ -7,8 +7,8 @@ import pytest
 
 from loadgen.driver import open_driver
 from loadgen.rate import Schedule
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.worker.local import LocalWorker
@@ -78,11 +78,12 @@ def test_the_producer_loop_sends_at_the_adjusted_rate_from_the_next_burst():
 
 def test_rate_discovery_ramps_up_while_the_broker_keeps_up_and_reports_its_history(tmp_path):
     report = run_one(
-        workload(producerRate=0),
-        None,
-        MEMORY,
-        tmp_path,
-        RunOptions(duration_s=7, warmup_s=0, stats_interval_s=1),
+        RunRequest(
+            workload(producerRate=0),
+            MEMORY,
+            RunOptions(duration_s=7, warmup_s=0, stats_interval_s=1),
+            out_dir=tmp_path,
+        )
     )
     discovery = report.result["rateDiscovery"]
     rates = [change["rate"] for change in discovery["history"]]
@@ -106,11 +107,12 @@ def test_a_rate_profile_drives_the_measured_phase_and_warm_up_runs_at_its_first_
         {"rate": 1000, "duration": 2},
     ]
     report = run_one(
-        workload(producerRateProfile=profile),
-        None,
-        MEMORY,
-        tmp_path,
-        RunOptions(duration_s=6, warmup_s=1, stats_interval_s=1),
+        RunRequest(
+            workload(producerRateProfile=profile),
+            MEMORY,
+            RunOptions(duration_s=6, warmup_s=1, stats_interval_s=1),
+            out_dir=tmp_path,
+        )
     )
     warmup = [s for s in report.outcome.intervals if s.warmup]
     assert [s.sent / s.seconds for s in warmup] == [pytest.approx(2000, rel=0.05)]
@@ -129,11 +131,12 @@ def test_a_rate_profile_drives_the_measured_phase_and_warm_up_runs_at_its_first_
 
 def test_a_fixed_rate_run_has_no_rate_fields(tmp_path):
     report = run_one(
-        workload(producerRate=500),
-        None,
-        MEMORY,
-        tmp_path,
-        RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1),
+        RunRequest(
+            workload(producerRate=500),
+            MEMORY,
+            RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1),
+            out_dir=tmp_path,
+        )
     )
     assert "rateDiscovery" not in report.result
     assert "rateProfile" not in report.result

@@ -12,11 +12,12 @@ from click.testing import CliRunner
 from loadgen import hdr
 from loadgen.cli import cli
 from loadgen.errors import ConfigError, RunAborted
+from loadgen.listeners import OnInterval
 from loadgen.report import series
 from loadgen.report.html import export_charts, write_report
+from loadgen.request import RunOptions, RunRequest
 from loadgen.results.compare import load_result
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import END_TO_END, PUBLISH
@@ -44,7 +45,7 @@ def workload(**overrides):
 
 def short_run(directory, **overrides):
     options = RunOptions(duration_s=2, warmup_s=0, stats_interval_s=1)
-    return run_one(workload(**overrides), None, MEMORY, directory, options).path
+    return run_one(RunRequest(workload(**overrides), MEMORY, options, out_dir=directory)).path
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +73,14 @@ def interrupted(results):
         if len(seen) == 2:
             raise KeyboardInterrupt
 
-    options = RunOptions(
-        duration_s=30, warmup_s=0, stats_interval_s=1, on_interval=interrupt_on_second
-    )
+    options = RunOptions(duration_s=30, warmup_s=0, stats_interval_s=1)
+    listeners = (OnInterval(interrupt_on_second),)
     with pytest.raises(RunAborted) as aborted:
-        run_one(workload(name="cut short"), None, MEMORY, results, options)
+        run_one(
+            RunRequest(
+                workload(name="cut short"), MEMORY, options, out_dir=results, listeners=listeners
+            )
+        )
     return results / aborted.value.result_path
 
 

@@ -7,11 +7,11 @@ import pytest
 
 from loadgen.errors import ConfigError
 from loadgen.report import sweep as sweep_report
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios import sweep
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.studies import sweep
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
 
@@ -106,7 +106,7 @@ def measure_on_memory(tmp_path):
 
     def measure(rate):
         return sweep.measure_point(
-            workload(), rate, lambda at: run_one(at, None, MEMORY, tmp_path, options)
+            workload(), rate, lambda at: run_one(RunRequest(at, MEMORY, options, out_dir=tmp_path))
         )
 
     return measure

@@ -8,8 +8,8 @@ subscription counts on its own (losses and duplicates appear once per subscripti
 import pytest
 
 from loadgen.report.console import delivery_warning
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import measured_intervals, sent_per_second
@@ -38,7 +38,7 @@ def workload():
 
 def run(tmp_path, **faults):
     spec = DriverSpec(name="Memory", kind="memory", config=faults)
-    return run_one(workload(), None, spec, tmp_path, OPTIONS)
+    return run_one(RunRequest(workload(), spec, OPTIONS, out_dir=tmp_path))
 
 
 def per_producer(report):

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import ConfigError, RunAborted
+from loadgen.listeners import OnInterval
+from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
-from loadgen.scenarios.tailing import RunOptions
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.worker.local import LocalWorker
@@ -37,11 +38,12 @@ def workload(**overrides):
 
 def test_tailing_run_delivers_every_message_to_every_subscription(tmp_path):
     report = run_one(
-        workload(),
-        None,
-        MEMORY,
-        tmp_path,
-        RunOptions(duration_s=2, warmup_s=1, stats_interval_s=1),
+        RunRequest(
+            workload(),
+            MEMORY,
+            RunOptions(duration_s=2, warmup_s=1, stats_interval_s=1),
+            out_dir=tmp_path,
+        )
     )
     result = report.result
     assert result["totalMessagesReceived"] == 2 * result["totalMessagesSent"]
@@ -59,11 +61,12 @@ def test_tailing_run_delivers_every_message_to_every_subscription(tmp_path):
 
 def test_achieved_publish_rate_is_within_one_percent_of_target(tmp_path):
     report = run_one(
-        workload(producerRate=5000, subscriptionsPerTopic=1),
-        None,
-        MEMORY,
-        tmp_path,
-        RunOptions(duration_s=3, warmup_s=0, stats_interval_s=1),
+        RunRequest(
+            workload(producerRate=5000, subscriptionsPerTopic=1),
+            MEMORY,
+            RunOptions(duration_s=3, warmup_s=0, stats_interval_s=1),
+            out_dir=tmp_path,
+        )
     )
     measured = sum(s.sent for s in report.outcome.intervals)
     seconds = sum(s.seconds for s in report.outcome.intervals)
@@ -79,15 +82,9 @@ def test_interrupt_during_measurement_writes_a_partial_result(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(RunAborted) as aborted:
-        run_one(
-            workload(),
-            None,
-            MEMORY,
-            tmp_path,
-            RunOptions(
-                duration_s=30, warmup_s=0, stats_interval_s=1, on_interval=interrupt_on_second
-            ),
-        )
+        options = RunOptions(duration_s=30, warmup_s=0, stats_interval_s=1)
+        listeners = (OnInterval(interrupt_on_second),)
+        run_one(RunRequest(workload(), MEMORY, options, out_dir=tmp_path, listeners=listeners))
     assert aborted.value.exit_code == 130
     written = json.loads(Path(aborted.value.result_path).read_text())
     assert written["incomplete"] is True
@@ -101,11 +98,12 @@ def test_interrupt_during_measurement_writes_a_partial_result(tmp_path):
 
 def test_producer_only_workload_needs_no_consumers(tmp_path):
     report = run_one(
-        workload(subscriptionsPerTopic=0),
-        None,
-        MEMORY,
-        tmp_path,
-        RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1),
+        RunRequest(
+            workload(subscriptionsPerTopic=0),
+            MEMORY,
+            RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1),
+            out_dir=tmp_path,
+        )
     )
     assert report.result["totalMessagesReceived"] == 0
     assert report.result["totalMessagesSent"] > 0
@@ -120,7 +118,9 @@ def test_producer_only_workload_needs_no_consumers(tmp_path):
 )
 def test_scenarios_not_built_yet_are_refused_with_the_field_named(tmp_path, overrides, field):
     with pytest.raises(ConfigError) as caught:
-        run_one(workload(**overrides), None, MEMORY, tmp_path, RunOptions(duration_s=1))
+        run_one(
+            RunRequest(workload(**overrides), MEMORY, RunOptions(duration_s=1), out_dir=tmp_path)
+        )
     assert field in str(caught.value)
 
 

@@ -10,9 +10,11 @@ import pytest
 
 from loadgen import hdr
 from loadgen.accounting import Accounting
+from loadgen.outcome import RunOutcome
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.testresult import ResultHeader, build_test_result
 from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, PUBLISH_FROM_INTENDED, IntervalStats
+from loadgen.worker.local import Totals
 
 HEADER = ResultHeader("w", "Kafka", 1024, 1, 16, 1, 1, subscriptions_per_topic=2)
 
@@ -69,7 +71,8 @@ def result():
         interval(10_000, sent=2000, received=3000),
         interval(20_000, sent=2000, received=4500, publish_us=(1000, 9000)),
     ]
-    return build_test_result(HEADER, intervals, run={"host": "h"}, probe_sent=1, probe_received=2)
+    probed = Totals(probe_sent=1, probe_received=2)
+    return build_test_result(HEADER, RunOutcome(intervals, probed), run={"host": "h"})
 
 
 def test_omb_fields_come_first_in_omb_order_then_only_additions(result):
@@ -132,18 +135,16 @@ def test_histogram_blobs_reproduce_the_published_percentiles(result):
 
 
 def test_incomplete_run_says_why():
-    document = build_test_result(
-        HEADER,
-        [interval(0, sent=1, received=1)],
-        run={},
-        incomplete=True,
-        stop_reason="interrupted",
+    cut_short = RunOutcome(
+        [interval(0, sent=1, received=1)], incomplete=True, stop_reason="interrupted"
     )
+    document = build_test_result(HEADER, cut_short, run={})
     assert document["incomplete"] is True and document["stopReason"] == "interrupted"
 
 
 def test_no_measured_interval_gives_empty_lists_and_zeros():
-    document = build_test_result(HEADER, [interval(0, sent=1, received=1, warmup=True)], run={})
+    warmup_only = RunOutcome([interval(0, sent=1, received=1, warmup=True)])
+    document = build_test_result(HEADER, warmup_only, run={})
     assert document["publishRate"] == [] and document["aggregatedPublishLatency99pct"] == 0.0
     assert document["aggregatedEndToEndLatencyQuantiles"] == {}
     json.dumps(document, allow_nan=False)
@@ -176,15 +177,14 @@ def test_delivery_counts_are_null_when_the_run_could_not_account(result):
 
 def test_delivery_counts_come_from_the_accounting_and_periods_from_the_intervals():
     rows = [{"topic": "t", "subscription": "s", "duplicates": 2, "outOfOrder": 1, "lost": 3}]
-    document = build_test_result(
-        HEADER,
+    outcome = RunOutcome(
         [
             replace(interval(0, sent=1, received=1, warmup=True), duplicates=1),
             replace(interval(1000, sent=1, received=1), duplicates=1, out_of_order=1),
         ],
-        run={},
         accounting=Accounting(duplicates=2, out_of_order=1, lost=3, subscriptions=rows),
     )
+    document = build_test_result(HEADER, outcome, run={})
     assert (document["totalDuplicates"], document["totalLost"]) == (2, 3)
     assert document["totalOutOfOrder"] == 1 and document["lossDetected"] is True
     assert document["deliveryAccounting"] == rows

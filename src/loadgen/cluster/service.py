@@ -92,18 +92,18 @@ class WorkerService:
         self.worker.start_load(
             body.rate, body.payload_bytes(), body.key_distributor, body.max_in_flight
         )
-        self.board.phase("load")
+        self.board.on_phase("load")
 
     def adjust_rate(self, body: wire.RateBody) -> None:
         self.worker.adjust_rate(body.rate, keep_lag=body.keep_lag)
 
     def stop_load(self, body: wire.TimeoutBody) -> dict[str, Any]:
-        self.board.phase("drain")
+        self.board.on_phase("drain")
         return {"pending": self.worker.stop_load(body.timeout_s)}
 
     def snapshot(self, body: wire.SnapshotBody) -> dict[str, Any]:
         stats = self.worker.snapshot(body.start_ms, body.end_ms, warmup=body.warmup)
-        self.board.interval(stats)
+        self.board.on_interval(stats)
         return {
             "stats": wire.stats_to_json(stats),
             "totals": wire.totals_to_json(self.worker.totals),
@@ -129,7 +129,7 @@ class WorkerService:
     def close(self, body: wire.CloseBody) -> None:
         worker, self._worker = self._worker, None
         if worker is not None:
-            self.board.phase("teardown")
+            self.board.on_phase("teardown")
             try:
                 worker.close(delete_topics=body.delete_topics)
             finally:

@@ -48,12 +48,12 @@ class MetricsBoard(Collector):
         ``workload``, ``driver``) mark its samples."""
         self._update(lambda _: View(labels={**self._fixed, **labels}, active=True, phase="setup"))
 
-    def phase(self, name: str, seconds: float | None = None) -> None:
-        """A :data:`~loadgen.scenarios.tailing.PhaseCallback`."""
+    def on_phase(self, name: str, seconds: float | None = None) -> None:
+        """A phase began (the board is a :class:`~loadgen.listeners.RunListener`)."""
         self._update(lambda view: replace(view, phase=name))
 
-    def interval(self, stats: IntervalStats, backlog: int | None = None) -> None:
-        """One more completed interval (an :data:`~loadgen.scenarios.tailing.IntervalCallback`)."""
+    def on_interval(self, stats: IntervalStats, backlog: int | None = None) -> None:
+        """One more completed interval."""
         self._update(
             lambda view: replace(
                 view,

@@ -158,9 +158,6 @@ def close_run(directory: Path, run_id: str, reason: str) -> Path:
     return land(directory, f"{run_id}-close-{time.time_ns()}", lines)
 
 
-IntervalCallback = Callable[[IntervalStats, int], None]
-
-
 class LandingFeed:
     """Lands a run's intervals one interval behind, and the rest and its end marker at the end.
 
@@ -178,17 +175,14 @@ class LandingFeed:
         self.failures = 0
         self._held: IntervalStats | None = None
 
-    def chain(self, then: IntervalCallback | None) -> IntervalCallback:
-        """An interval callback that lands the interval before this one, then calls ``then``."""
+    def on_phase(self, phase: str, seconds: float | None) -> None:
+        """Phases are not landed (a :class:`~loadgen.listeners.RunListener`)."""
 
-        def on_interval(stats: IntervalStats, backlog: int) -> None:
-            held, self._held = self._held, stats
-            if held is not None:
-                self._guarded(lambda: self.writer.interval(held))
-            if then is not None:
-                then(stats, backlog)
-
-        return on_interval
+    def on_interval(self, stats: IntervalStats, backlog: int) -> None:
+        """Land the interval before this one."""
+        held, self._held = self._held, stats
+        if held is not None:
+            self._guarded(lambda: self.writer.interval(held))
 
     def end(
         self, intervals: Sequence[IntervalStats], *, incomplete: bool, stop_reason: str | None

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from loadgen import hdr
-from loadgen.scenarios.outages import WHAT_STOPPED
+from loadgen.outcome import WHAT_STOPPED
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,

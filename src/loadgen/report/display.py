@@ -28,8 +28,8 @@ SUMMARY_PERCENTILES = (50, 99, 99.9, 99.99)
 
 
 class RunDisplay(Protocol):
-    def phase(self, name: str, seconds: float | None) -> None: ...
-    def interval(self, stats: IntervalStats, backlog: int) -> None: ...
+    def on_phase(self, name: str, seconds: float | None) -> None: ...
+    def on_interval(self, stats: IntervalStats, backlog: int) -> None: ...
     def finish(self, aggregate: IntervalStats | None, result: str | None) -> None: ...
     def __enter__(self) -> RunDisplay: ...
     def __exit__(self, *exc: object) -> None: ...
@@ -56,11 +56,11 @@ class PlainDisplay(_Stateless):
         self._out = out
         self._quiet = quiet
 
-    def phase(self, name: str, seconds: float | None) -> None:
+    def on_phase(self, name: str, seconds: float | None) -> None:
         if not self._quiet and seconds is not None and name in ("warmup", "measure"):
             print(f"-- {name} for {seconds:g} s", file=sys.stderr, flush=True)
 
-    def interval(self, stats: IntervalStats, backlog: int) -> None:
+    def on_interval(self, stats: IntervalStats, backlog: int) -> None:
         if not self._quiet:
             print(format_interval(stats, backlog, _phase_of(stats)), file=self._out, flush=True)
 
@@ -79,12 +79,12 @@ class JsonLinesDisplay(_Stateless):
         self._out.write(json.dumps(record, separators=(",", ":")) + "\n")
         self._out.flush()
 
-    def phase(self, name: str, seconds: float | None) -> None:
+    def on_phase(self, name: str, seconds: float | None) -> None:
         self._emit(
             {"type": "phase", "phase": name, "seconds": seconds, "at_ms": time.time_ns() // 10**6}
         )
 
-    def interval(self, stats: IntervalStats, backlog: int) -> None:
+    def on_interval(self, stats: IntervalStats, backlog: int) -> None:
         self._emit(interval_record(stats, backlog, _phase_of(stats)))
 
     def finish(self, aggregate: IntervalStats | None, result: str | None) -> None:
@@ -126,10 +126,10 @@ class LiveDisplay:
     def __exit__(self, *exc: object) -> None:
         self._live.stop()
 
-    def phase(self, name: str, seconds: float | None) -> None:
+    def on_phase(self, name: str, seconds: float | None) -> None:
         self._phase = (name, seconds, time.monotonic())
 
-    def interval(self, stats: IntervalStats, backlog: int) -> None:
+    def on_interval(self, stats: IntervalStats, backlog: int) -> None:
         self._latest = interval_record(stats, backlog, _phase_of(stats))
         self._console.print(
             format_interval(stats, backlog, _phase_of(stats)),

@@ -1,6 +1,6 @@
 """A matrix's summary: a table (text, CSV, HTML) and latency-vs-throughput charts by group.
 
-Drawn from the matrix document (:func:`loadgen.scenarios.matrix.matrix_document`), so the
+Drawn from the matrix document (:func:`loadgen.studies.matrix.matrix_document`), so the
 files can be redrawn from it later. Points with the same values of the group fields form one
 line (p99 solid, p50 dashed) over their achieved throughput; each repeat is its own point, so
 the spread between repeats stays visible.

@@ -1,6 +1,6 @@
 """A sweep's rate-vs-latency table (text and HTML) and chart (publish and end-to-end p50/p99/p99.9).
 
-Drawn from the sweep summary document (:func:`loadgen.scenarios.sweep.sweep_document`), so
+Drawn from the sweep summary document (:func:`loadgen.studies.sweep.sweep_document`), so
 ``loadgen sweep`` and anyone reading the summary later get the same table. The HTML page is
 self-contained like the run report (inline SVG, no JavaScript) and links each rate's result.
 """

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from loadgen import hdr
-from loadgen.scenarios.catch_up import CatchUpOutcome
+from loadgen.outcome import CatchUpOutcome
 from loadgen.stats import (
     END_TO_END_CATCH_UP,
     END_TO_END_TAILING,

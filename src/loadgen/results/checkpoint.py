@@ -23,7 +23,6 @@ from loadgen.stats import IntervalStats
 
 log = logging.getLogger("loadgen.results")
 
-IntervalCallback = Callable[[IntervalStats, int], None]
 UNFINISHED = "unfinished"
 UNFINISHED_DETAIL = (
     "written after an interval while the run was going; the process ended before the run did "
@@ -49,16 +48,12 @@ class Checkpoint:
         self.intervals: list[IntervalStats] = []
         self._next_write = 0.0
 
-    def chain(self, then: IntervalCallback | None) -> IntervalCallback:
-        """An interval callback that checkpoints, then calls ``then``."""
+    def on_phase(self, phase: str, seconds: float | None) -> None:
+        """Only intervals change the result (a :class:`~loadgen.listeners.RunListener`)."""
 
-        def on_interval(stats: IntervalStats, backlog: int) -> None:
-            self.intervals.append(stats)  # as the run keeps it (spilled), not a copy
-            self.write()
-            if then is not None:
-                then(stats, backlog)
-
-        return on_interval
+    def on_interval(self, stats: IntervalStats, backlog: int) -> None:
+        self.intervals.append(stats)  # as the run keeps it (spilled), not a copy
+        self.write()
 
     def write(self) -> None:
         began = self.clock()

@@ -15,8 +15,9 @@ from typing import Any
 import loadgen
 from loadgen.cluster.placement import Placement
 from loadgen.cpus import available_cpus
+from loadgen.outcome import RunOutcome
 from loadgen.redaction import redact
-from loadgen.scenarios.tailing import RunOptions, RunOutcome
+from loadgen.request import RunOptions
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 
@@ -85,11 +86,7 @@ def run_metadata(
         **(setup or configuration(workload, spec)),
         "startedAt": datetime.fromtimestamp(outcome.started_ms / 1000, UTC).isoformat(),
         "endedAt": datetime.fromtimestamp(outcome.ended_ms / 1000, UTC).isoformat(),
-        "options": {  # the callbacks (on_interval, on_phase) and the metrics board are not settings
-            f.name: getattr(options, f.name)
-            for f in fields(options)
-            if not f.name.startswith("on_") and f.name != "metrics"
-        },
+        "options": {f.name: getattr(options, f.name) for f in fields(options)},
         "topics": outcome.topics,
         "drain": {
             "seconds": round(outcome.drain_seconds, 3),

@@ -9,14 +9,14 @@ number here can be recomputed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from loadgen import hdr
 from loadgen.accounting import Accounting
+from loadgen.outcome import RunOutcome
 from loadgen.results.catch_up import catch_up_fields, role_histograms
-from loadgen.scenarios.catch_up import CatchUpOutcome
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
@@ -44,6 +44,8 @@ class ResultHeader:
     producers_per_topic: int
     consumers_per_topic: int
     subscriptions_per_topic: int
+    tailing_subscriptions_per_topic: int = 0
+    """A mixed run's subscriptions that never pause (the catch-up fields split on it)."""
 
 
 def _ms(micros: float) -> float:
@@ -116,22 +118,15 @@ def _delivery_fields(
 
 
 def build_test_result(
-    header: ResultHeader,
-    intervals: Sequence[IntervalStats],
-    *,
-    run: dict[str, Any],
-    probe_sent: int = 0,
-    probe_received: int = 0,
-    incomplete: bool = False,
-    stop_reason: str | None = None,
-    catch_up: CatchUpOutcome | None = None,
-    tailing_per_topic: int = 0,
-    extensions: Mapping[str, Any] | None = None,
-    accounting: Accounting | None = None,
+    header: ResultHeader, outcome: RunOutcome, run: dict[str, Any]
 ) -> dict[str, Any]:
-    """The result document for one run; ``intervals`` are all of them, warm-up flagged;
-    ``extensions`` are a scenario's own fields (``rateDiscovery``...), added before ``run``;
-    ``accounting`` ``None`` (the run could not account) makes its counts ``null``, not 0."""
+    """The result document of ``outcome``, finished, cut short or still going; ``run`` is its
+    ``run`` block (:mod:`loadgen.results.metadata`).
+
+    The outcome's intervals are all of them, warm-up flagged; its ``extensions`` are a
+    scenario's own fields (``rateDiscovery``...), added before ``run``; its ``accounting``
+    ``None`` (the run could not account) makes the counts ``null``, not 0."""
+    intervals = outcome.intervals
     measured = measured_intervals(intervals)
     aggregate = merge_all(measured) if measured else None
 
@@ -165,8 +160,8 @@ def build_test_result(
     result |= _aggregated("EndToEndLatency", whole(END_TO_END), _ms)
     # loadgen's additions, after every OMB field
     result |= {
-        "totalMessagesSent": probe_sent + sum(s.sent for s in intervals),
-        "totalMessagesReceived": probe_received + sum(s.received for s in intervals),
+        "totalMessagesSent": outcome.totals.probe_sent + sum(s.sent for s in intervals),
+        "totalMessagesReceived": outcome.totals.probe_received + sum(s.received for s in intervals),
         "totalPublishErrors": sum(s.send_errors for s in intervals),
         "negativeEndToEnd": sum(s.negative_e2e for s in intervals),
     }
@@ -177,7 +172,7 @@ def build_test_result(
         uncorrected = whole(END_TO_END_UNCORRECTED)
         result |= _aggregated("EndToEndLatencyUncorrected", uncorrected, _ms)
         result["negativeEndToEndUncorrected"] = sum(s.negative_e2e_uncorrected for s in intervals)
-    result |= _delivery_fields(accounting, measured)
+    result |= _delivery_fields(outcome.accounting, measured)
     result["histograms"] = {
         metric: {
             "aggregated": hdr.encode(whole(metric)),
@@ -185,12 +180,13 @@ def build_test_result(
         }
         for metric in metrics
     }
-    if catch_up is not None:
+    if outcome.catch_up is not None:
         result["histograms"] |= role_histograms(intervals)
-        result["catchUp"] = catch_up_fields(catch_up, intervals, tailing_per_topic)
-    result["incomplete"] = incomplete
-    if incomplete:
-        result["stopReason"] = stop_reason or "error"
-    result |= extensions or {}
+        tailing = header.tailing_subscriptions_per_topic
+        result["catchUp"] = catch_up_fields(outcome.catch_up, intervals, tailing)
+    result["incomplete"] = outcome.incomplete
+    if outcome.incomplete:
+        result["stopReason"] = outcome.stop_reason or "error"
+    result |= outcome.extensions
     result["run"] = run
     return result

@@ -7,9 +7,9 @@ it too. Only a complete run is judged: a run cut short already exits non-zero.
 
 from __future__ import annotations
 
+from loadgen.outcome import RunReport
 from loadgen.result import build_result
 from loadgen.results.files import write_json_atomic
-from loadgen.runner import RunReport
 from loadgen.spec import Workload
 from loadgen.thresholds import Check, Threshold, figures_of, judge, verdict_json
 

@@ -1,1 +1,1 @@
-"""Scenarios: how a workload is driven (tailing now; catch-up, mixed and sweeps build on it)."""
+"""Scenarios: how a workload is driven (tailing, catch-up and mixed, rate control, outages)."""

@@ -17,70 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from loadgen.spec import Workload
+from loadgen.outcome import CatchUpOutcome, CatchUpPlan
 from loadgen.worker.contract import Worker
 
 log = logging.getLogger("loadgen.run")
 
-GIB = 1024**3
-MIN_BACKLOG = 1000
-"""OMB's floor for the drained backlog, in messages."""
 CHECK_S = 0.1
 """How often the backlog is read while it builds and drains (OMB: 1 s and 0.1 s)."""
-
-
-@dataclass(frozen=True)
-class CatchUpPlan:
-    """What a catch-up run aims at, from the workload."""
-
-    target_bytes: int
-    message_size: int
-    drain_ratio: float
-    catch_up_subscriptions: int
-    """Catch-up subscriptions per topic: the backlog counts for each of them."""
-
-    @classmethod
-    def of(cls, workload: Workload) -> CatchUpPlan:
-        return cls(
-            target_bytes=int(workload.consumer_backlog_size_gb * GIB),
-            message_size=workload.message_size,
-            drain_ratio=workload.backlog_drain_ratio,
-            catch_up_subscriptions=workload.catch_up_subscriptions_per_topic,
-        )
-
-    @property
-    def target_messages(self) -> int:
-        return self.target_bytes // self.message_size
-
-    @property
-    def drained_below(self) -> int:
-        """The backlog (messages) at which the drain counts as done."""
-        return max(MIN_BACKLOG, int((1 - self.drain_ratio) * self.target_messages))
-
-
-@dataclass
-class CatchUpOutcome:
-    """When each phase began and ended (epoch ms, interval boundaries) and what it did."""
-
-    plan: CatchUpPlan
-    build_started_ms: int = 0
-    build_ended_ms: int = 0
-    target_reached: bool = False
-    backlog_messages: int = 0
-    """The catch-up subscriptions' backlog when their consumers resumed."""
-    drain_ended_ms: int = 0
-    """0 while a phase has not ended (a run cut short)."""
-    drained: bool = False
-
-    @property
-    def build_seconds(self) -> float:
-        return (self.build_ended_ms - self.build_started_ms) / 1000
-
-    @property
-    def drain_seconds(self) -> float:
-        return max(self.drain_ended_ms - self.build_ended_ms, 0) / 1000
 
 
 def backlog_of(worker: Worker, plan: CatchUpPlan) -> int:

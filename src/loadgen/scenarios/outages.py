@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from loadgen.outcome import WHAT_STOPPED
 from loadgen.worker.local import Progress
 
 log = logging.getLogger("loadgen.run")
@@ -22,8 +23,6 @@ log = logging.getLogger("loadgen.run")
 MIN_THRESHOLD_S = 1.0
 EXPECTED_MESSAGES = 20
 """At a low rate the gap must be long enough to have held this many messages."""
-
-WHAT_STOPPED = {"publish": "acknowledgements", "consume": "deliveries"}
 
 
 def threshold_for(rate: float) -> float:

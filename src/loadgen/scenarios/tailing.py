@@ -16,12 +16,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from loadgen.accounting import Accounting, account
 from loadgen.errors import ConfigError, DriverError, LoadgenError
-from loadgen.scenarios.catch_up import CHECK_S, CatchUpOutcome, CatchUpPlan, build_and_drain
+from loadgen.listeners import NO_LISTENERS, Listeners
+from loadgen.outcome import CatchUpOutcome, CatchUpPlan, RunOutcome
+from loadgen.request import RunOptions
+from loadgen.scenarios.catch_up import CHECK_S, build_and_drain
 from loadgen.scenarios.outages import OutageWatch, threshold_for
 from loadgen.scenarios.rate_control import RateControl, rate_control_for
 from loadgen.spec import Workload
@@ -29,16 +30,10 @@ from loadgen.spec.consumer_delay import delay_pool
 from loadgen.spill import Spill
 from loadgen.stats import IntervalStats, merge_all
 from loadgen.worker.contract import Worker
-from loadgen.worker.local import Totals
 from loadgen.worker.plan import catch_up_subscriptions, consumer_subscriptions, producer_topics
-
-if TYPE_CHECKING:
-    from loadgen.metrics.board import MetricsBoard
 
 log = logging.getLogger("loadgen.run")
 
-IntervalCallback = Callable[[IntervalStats, int], None]
-"""Called after every interval with its snapshot and the backlog (messages) at its end."""
 SETTLE_S = 0.05
 CUT_SHORT_FLUSH_S = 1.0
 """How long a run cut short waits for the acknowledgements of messages in flight."""
@@ -49,68 +44,6 @@ SILENT_BROKER_TEARDOWN_S = 5.0
 """How long teardown may take when the broker had stopped acknowledging at the end of the run:
 deleting topics on a broker that does not answer waits out the driver's admin timeout (30 s on
 Kafka) for nothing."""
-PhaseCallback = Callable[[str, float | None], None]
-"""Called as each phase begins (``setup``, ``warmup``, ``measure``, ``drain``, ``teardown``)
-with its planned length in seconds, or ``None`` when it lasts as long as it takes."""
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How to run a workload; ``None`` durations mean "as the workload says"."""
-
-    duration_s: float | None = None
-    warmup_s: float | None = None
-    stats_interval_s: float = 10.0
-    keep_topics: bool = False
-    topic_names: tuple[str, ...] = ()
-    """Use these topics (created if absent, never deleted) instead of fresh random ones."""
-    probe_timeout_s: float = 60.0
-    reachable_timeout_s: float = 10.0
-    drain_timeout_s: float = 10.0
-    catch_up_timeout_s: float = 600.0
-    """Longest a catch-up run builds its backlog, and then longest it drains it."""
-    pipeline_dir: str | None = None
-    """Land every interval for the Spark pipeline here (:mod:`loadgen.pipeline.landing`)."""
-    on_interval: IntervalCallback | None = None
-    on_phase: PhaseCallback | None = None
-    metrics: MetricsBoard | None = None
-    """Publish every interval and phase here, for a Prometheus endpoint (:mod:`loadgen.metrics`)."""
-    started_ms: int | None = None
-    """When the run counts as started (epoch ms; now by default): names its result file."""
-
-    def begin(self, phase: str, seconds: float | None = None) -> None:
-        if self.on_phase is not None:
-            self.on_phase(phase, seconds)
-
-
-@dataclass
-class RunOutcome:
-    """Everything measured in one run, complete or not."""
-
-    intervals: list[IntervalStats] = field(default_factory=list)
-    totals: Totals = field(default_factory=Totals)
-    topics: list[str] = field(default_factory=list)
-    started_ms: int = 0
-    ended_ms: int = 0
-    incomplete: bool = False
-    stop_reason: str | None = None
-    stop_detail: str = ""
-    pending_acks: int = 0
-    drain_seconds: float = 0.0
-    undelivered: int = 0
-    phase_seconds: dict[str, float] = field(default_factory=dict)
-    """Wall time of each lifecycle phase that ran (``topics``, ``probe``, ``measure``...)."""
-    placement: dict[str, Any] = field(default_factory=dict)
-    """Where it ran (:meth:`loadgen.worker.contract.Worker.placement`)."""
-    worker_intervals: dict[str, list[IntervalStats]] = field(default_factory=dict)
-    """Each worker's snapshots, when the run was split over workers."""
-    accounting: Accounting | None = None
-    """Duplicates, reorders and losses (:mod:`loadgen.accounting`); ``None`` when the run
-    could not account (a message without an id, or the ranges could not be collected)."""
-    catch_up: CatchUpOutcome | None = None
-    """The backlog phases of a catch-up or mixed run."""
-    extensions: dict[str, Any] = field(default_factory=dict)
-    """Result fields a scenario part adds (``rateDiscovery``, ``rateProfile``)."""
 
 
 class _PhaseClock:
@@ -138,11 +71,13 @@ class _Measurement:
         worker: Worker,
         workload: Workload,
         options: RunOptions,
+        listeners: Listeners,
         rate_control: RateControl | None = None,
     ) -> None:
         self.worker = worker
         self.subscriptions = workload.subscriptions_per_topic
         self.options = options
+        self.listeners = listeners
         self.rate_control = rate_control
         self.intervals: list[IntervalStats] = []
         self.spill = Spill()
@@ -174,8 +109,7 @@ class _Measurement:
         self.interval_start_ms = end_ms
         kept = self.spill.keep(stats)  # the one copy: a checkpoint keeps this object too
         self.intervals.append(kept)
-        if self.options.on_interval is not None:
-            self.options.on_interval(kept, self.backlog())
+        self.listeners.interval(kept, self.backlog())
 
     def run_phase(self, seconds: float, *, warmup: bool) -> None:
         """Snapshot on an absolute tick every stats interval until ``seconds`` have passed."""
@@ -245,25 +179,66 @@ def _check_inputs(workload: Workload, options: RunOptions) -> None:
 
 
 def run_tailing(
-    worker: Worker, workload: Workload, payloads: list[bytes], options: RunOptions
+    worker: Worker,
+    workload: Workload,
+    payloads: list[bytes],
+    options: RunOptions,
+    listeners: Listeners = NO_LISTENERS,
 ) -> RunOutcome:
-    """Run ``workload`` on ``worker``; always returns what was measured, even when cut short."""
+    """Run ``workload`` on ``worker``; always returns what was measured, even when cut short.
+
+    ``listeners`` are told of each phase as it begins and of each interval as it ends.
+    """
     _check_inputs(workload, options)
-    outcome = RunOutcome(started_ms=options.started_ms or _now_ms())
-    rate_control = rate_control_for(workload)
-    measurement = _Measurement(worker, workload, options, rate_control)
-    phase_is_warmup = True
-    clock = _PhaseClock(outcome.phase_seconds)
+    run = _Lifecycle(worker, workload, options, listeners)
     try:
-        options.begin("setup")
-        worker.check_reachable(options.reachable_timeout_s)
+        run.set_up()
+        run.start_load(payloads)
+        run.warm_up()
+        run.catch_up()
+        run.measure()
+    except KeyboardInterrupt:
+        run.cut_short("interrupted", "stopped by the user")
+    except LoadgenError as error:
+        if not run.outcome.topics:
+            raise  # nothing was set up, so there is nothing to report but the error
+        run.cut_short(error.stop_reason, str(error))
+    finally:
+        run.tear_down()
+    return run.outcome
+
+
+class _Lifecycle:
+    """The steps of one run in OMB's order; each fills in the outcome as it goes."""
+
+    def __init__(
+        self, worker: Worker, workload: Workload, options: RunOptions, listeners: Listeners
+    ) -> None:
+        self.worker = worker
+        self.workload = workload
+        self.options = options
+        self.listeners = listeners
+        self.outcome = RunOutcome(started_ms=options.started_ms or _now_ms())
+        self.rate_control = rate_control_for(workload)
+        self.measurement = _Measurement(worker, workload, options, listeners, self.rate_control)
+        self.in_warmup = True
+        self.clock = _PhaseClock(self.outcome.phase_seconds)
+        self.producing = workload.producers_per_topic > 0
+
+    def set_up(self) -> None:
+        """Topics, consumers, producers, and a probe that every subscription receives."""
+        worker, workload, clock = self.worker, self.workload, self.clock
+        self.listeners.phase("setup")
+        worker.check_reachable(self.options.reachable_timeout_s)
         clock.mark("connect")
-        outcome.topics = worker.create_topics(
-            workload.topics, workload.partitions_per_topic, options.topic_names
+        self.outcome.topics = worker.create_topics(
+            workload.topics, workload.partitions_per_topic, self.options.topic_names
         )
         clock.mark("topics")
         subscriptions = consumer_subscriptions(
-            outcome.topics, workload.subscriptions_per_topic, workload.consumer_per_subscription
+            self.outcome.topics,
+            workload.subscriptions_per_topic,
+            workload.consumer_per_subscription,
         )
         catch_up = set()
         if workload.is_catch_up:
@@ -273,82 +248,103 @@ def run_tailing(
         delays = delay_pool(workload.consumer_delay) if workload.consumer_delay else []
         worker.create_consumers(subscriptions, catch_up, delays)
         clock.mark("consumers")
-        worker.create_producers(producer_topics(outcome.topics, workload.producers_per_topic))
+        worker.create_producers(producer_topics(self.outcome.topics, workload.producers_per_topic))
         clock.mark("producers")
-        producing = workload.producers_per_topic > 0
-        if worker.has_consumers and producing:
-            worker.probe(
-                workload.topics * workload.subscriptions_per_topic, options.probe_timeout_s
-            )
+        if worker.has_consumers and self.producing:
+            subscribed = workload.topics * workload.subscriptions_per_topic
+            worker.probe(subscribed, self.options.probe_timeout_s)
             clock.mark("probe")
-        warmup_s = workload.warmup_duration_s if options.warmup_s is None else options.warmup_s
-        duration_s = workload.test_duration_s if options.duration_s is None else options.duration_s
-        if producing:
-            rate = workload.producer_rate if rate_control is None else rate_control.start_rate
-            worker.start_load(
+
+    def start_load(self, payloads: list[bytes]) -> None:
+        """Producers start at the workload's rate (or the rate control's first one)."""
+        workload = self.workload
+        if self.producing:
+            control = self.rate_control
+            rate = workload.producer_rate if control is None else control.start_rate
+            self.worker.start_load(
                 rate, payloads, workload.key_distributor, workload.producer_max_in_flight
             )
-            measurement.watch_outages(rate)
-        measurement.interval_start_ms = _now_ms()
+            self.measurement.watch_outages(rate)
+        self.measurement.interval_start_ms = _now_ms()
+
+    def warm_up(self) -> None:
+        warmup_s = self.options.warmup_s
+        if warmup_s is None:
+            warmup_s = self.workload.warmup_duration_s
         if warmup_s > 0:
-            options.begin("warmup", warmup_s)
-            measurement.run_phase(warmup_s, warmup=True)
-            clock.mark("warmup")
-        phase_is_warmup = False
-        if workload.is_catch_up:
-            outcome.catch_up = CatchUpOutcome(CatchUpPlan.of(workload))
-            options.begin("catch-up")
-            measurement.consuming = False
-            build_and_drain(
-                worker,
-                outcome.catch_up,
-                measurement.run_until,
-                lambda: measurement.interval_start_ms,
-                options.catch_up_timeout_s,
-            )
-            clock.mark("catch-up")
-            measurement.consuming = True
-        options.begin("measure", duration_s)
-        measurement.run_phase(duration_s, warmup=False)
-        clock.mark("measure")
-        _finish(worker, measurement, workload, options, outcome)
-        clock.mark("drain")
-    except KeyboardInterrupt:
-        _cut_short(
-            worker, measurement, outcome, "interrupted", "stopped by the user", phase_is_warmup
+            self.listeners.phase("warmup", warmup_s)
+            self.measurement.run_phase(warmup_s, warmup=True)
+            self.clock.mark("warmup")
+        self.in_warmup = False
+
+    def catch_up(self) -> None:
+        """Catch-up and mixed runs: build a backlog and time its drain (before the measure)."""
+        if not self.workload.is_catch_up:
+            return
+        measurement = self.measurement
+        self.outcome.catch_up = CatchUpOutcome(CatchUpPlan.of(self.workload))
+        self.listeners.phase("catch-up")
+        measurement.consuming = False
+        build_and_drain(
+            self.worker,
+            self.outcome.catch_up,
+            measurement.run_until,
+            lambda: measurement.interval_start_ms,
+            self.options.catch_up_timeout_s,
         )
-    except LoadgenError as error:
-        if not outcome.topics:
-            raise  # nothing was set up, so there is nothing to report but the error
-        _cut_short(worker, measurement, outcome, error.stop_reason, str(error), phase_is_warmup)
-    finally:
+        self.clock.mark("catch-up")
+        measurement.consuming = True
+
+    def measure(self) -> None:
+        """The measured phase, then the drain of what is still in flight."""
+        duration_s = self.options.duration_s
+        if duration_s is None:
+            duration_s = self.workload.test_duration_s
+        self.listeners.phase("measure", duration_s)
+        self.measurement.run_phase(duration_s, warmup=False)
+        self.clock.mark("measure")
+        _finish(self.worker, self.measurement, self.workload, self.options, self.outcome)
+        self.clock.mark("drain")
+
+    def cut_short(self, reason: str, detail: str) -> None:
+        _cut_short(self.worker, self.measurement, self.outcome, reason, detail, self.in_warmup)
+
+    def tear_down(self) -> None:
+        """Account, close (deleting fresh topics), and collect what the worker knows."""
+        outcome, measurement = self.outcome, self.measurement
         if outcome.topics:  # otherwise nothing was sent, and a worker may have no driver
             _last_look(measurement)
-            outcome.accounting = _account(worker, drained=not outcome.incomplete)
+            outcome.accounting = _account(self.worker, drained=not outcome.incomplete)
         try:
-            options.begin("teardown")
-            delete = not (options.keep_topics or options.topic_names)
-            if outcome.stop_reason == "interrupted":
-                _close_soon(worker, delete, outcome.topics, INTERRUPTED_TEARDOWN_S, "interrupted")
-            elif measurement.outages is not None and measurement.outages.silent():
-                _close_soon(
-                    worker, delete, outcome.topics, SILENT_BROKER_TEARDOWN_S, "broker not answering"
-                )
-            else:
-                worker.close(delete_topics=delete)
+            self.listeners.phase("teardown")
+            self._close()
         except KeyboardInterrupt:  # a second Ctrl-C must not cost the result
             log.warning("teardown interrupted; topics %s may remain", outcome.topics)
-        clock.mark("teardown")
-        outcome.intervals = measurement.intervals
+        self.clock.mark("teardown")
+        self._collect()
+
+    def _close(self) -> None:
+        worker, topics = self.worker, self.outcome.topics
+        delete = not (self.options.keep_topics or self.options.topic_names)
+        outages = self.measurement.outages
+        if self.outcome.stop_reason == "interrupted":
+            _close_soon(worker, delete, topics, INTERRUPTED_TEARDOWN_S, "interrupted")
+        elif outages is not None and outages.silent():
+            _close_soon(worker, delete, topics, SILENT_BROKER_TEARDOWN_S, "broker not answering")
+        else:
+            worker.close(delete_topics=delete)
+
+    def _collect(self) -> None:
+        outcome, worker = self.outcome, self.worker
+        outcome.intervals = self.measurement.intervals
         outcome.totals = worker.totals
         outcome.placement = worker.placement()
         outcome.worker_intervals = worker.worker_intervals
-        if rate_control is not None:
-            outcome.extensions |= rate_control.report()
+        if self.rate_control is not None:
+            outcome.extensions |= self.rate_control.report()
         outcome.ended_ms = _now_ms()
-        if measurement.outages is not None:
-            outcome.extensions["outages"] = measurement.outages.report(outcome.ended_ms)
-    return outcome
+        if self.measurement.outages is not None:
+            outcome.extensions["outages"] = self.measurement.outages.report(outcome.ended_ms)
 
 
 def _close_soon(
@@ -424,7 +420,7 @@ def _finish(
     """
     started = time.monotonic()
     stopped_ms = _now_ms()
-    options.begin("drain", options.drain_timeout_s)
+    measurement.listeners.phase("drain", options.drain_timeout_s)
     outcome.pending_acks = worker.stop_load(options.drain_timeout_s)
     measurement.publishing = outcome.pending_acks > 0
     expected = worker.sent_so_far() * workload.subscriptions_per_topic

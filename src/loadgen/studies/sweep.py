@@ -22,8 +22,8 @@ from statistics import fmean
 from typing import Any, Literal
 
 from loadgen.errors import ConfigError, RunAborted
+from loadgen.outcome import RunReport
 from loadgen.results.compare import load_result
-from loadgen.runner import RunReport
 from loadgen.spec import Workload
 from loadgen.spec.units import RATE_ALLOWED, parse_rate
 

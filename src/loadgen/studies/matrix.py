@@ -28,12 +28,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loadgen.driver import load_driver_class
 from loadgen.errors import ConfigError, LoadgenError, RunAborted
+from loadgen.outcome import RunReport
 from loadgen.results.compare import load_result
 from loadgen.results.files import write_json_atomic
-from loadgen.runner import RunReport
-from loadgen.scenarios.sweep import point_from_result
 from loadgen.spec import DriverSpec, Workload, load_yaml, parse_model, spec_from_dict
 from loadgen.spec.model import field_names
+from loadgen.studies.sweep import point_from_result
 
 DRIVER_PREFIX = "driver."
 DRIVER_KEY = "driver"

@@ -1,0 +1,113 @@
+"""What a run produced: the outcome a scenario returns, and where the runner wrote it.
+
+Plain data, below the scenarios that fill it in and the result builders that read it
+(:mod:`loadgen.results.testresult`, :mod:`loadgen.results.metadata`), so neither imports the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loadgen.accounting import Accounting
+from loadgen.spec import Workload
+from loadgen.stats import IntervalStats
+from loadgen.worker.local import Totals
+
+GIB = 1024**3
+MIN_BACKLOG = 1000
+"""OMB's floor for the drained backlog of a catch-up run, in messages."""
+WHAT_STOPPED = {"publish": "acknowledgements", "consume": "deliveries"}
+"""What an outage of each role (:mod:`loadgen.scenarios.outages`) went without."""
+
+
+@dataclass(frozen=True)
+class CatchUpPlan:
+    """What a catch-up run aims at, from the workload."""
+
+    target_bytes: int
+    message_size: int
+    drain_ratio: float
+    catch_up_subscriptions: int
+    """Catch-up subscriptions per topic: the backlog counts for each of them."""
+
+    @classmethod
+    def of(cls, workload: Workload) -> CatchUpPlan:
+        return cls(
+            target_bytes=int(workload.consumer_backlog_size_gb * GIB),
+            message_size=workload.message_size,
+            drain_ratio=workload.backlog_drain_ratio,
+            catch_up_subscriptions=workload.catch_up_subscriptions_per_topic,
+        )
+
+    @property
+    def target_messages(self) -> int:
+        return self.target_bytes // self.message_size
+
+    @property
+    def drained_below(self) -> int:
+        """The backlog (messages) at which the drain counts as done."""
+        return max(MIN_BACKLOG, int((1 - self.drain_ratio) * self.target_messages))
+
+
+@dataclass
+class CatchUpOutcome:
+    """When each phase began and ended (epoch ms, interval boundaries) and what it did."""
+
+    plan: CatchUpPlan
+    build_started_ms: int = 0
+    build_ended_ms: int = 0
+    target_reached: bool = False
+    backlog_messages: int = 0
+    """The catch-up subscriptions' backlog when their consumers resumed."""
+    drain_ended_ms: int = 0
+    """0 while a phase has not ended (a run cut short)."""
+    drained: bool = False
+
+    @property
+    def build_seconds(self) -> float:
+        return (self.build_ended_ms - self.build_started_ms) / 1000
+
+    @property
+    def drain_seconds(self) -> float:
+        return max(self.drain_ended_ms - self.build_ended_ms, 0) / 1000
+
+
+@dataclass
+class RunOutcome:
+    """Everything measured in one run, complete or not."""
+
+    intervals: list[IntervalStats] = field(default_factory=list)
+    totals: Totals = field(default_factory=Totals)
+    topics: list[str] = field(default_factory=list)
+    started_ms: int = 0
+    ended_ms: int = 0
+    incomplete: bool = False
+    stop_reason: str | None = None
+    stop_detail: str = ""
+    pending_acks: int = 0
+    drain_seconds: float = 0.0
+    undelivered: int = 0
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time of each lifecycle phase that ran (``topics``, ``probe``, ``measure``...)."""
+    placement: dict[str, Any] = field(default_factory=dict)
+    """Where it ran (:meth:`loadgen.worker.contract.Worker.placement`)."""
+    worker_intervals: dict[str, list[IntervalStats]] = field(default_factory=dict)
+    """Each worker's snapshots, when the run was split over workers."""
+    accounting: Accounting | None = None
+    """Duplicates, reorders and losses (:mod:`loadgen.accounting`); ``None`` when the run
+    could not account (a message without an id, or the ranges could not be collected)."""
+    catch_up: CatchUpOutcome | None = None
+    """The backlog phases of a catch-up or mixed run."""
+    extensions: dict[str, Any] = field(default_factory=dict)
+    """Result fields a scenario part adds (``rateDiscovery``, ``rateProfile``)."""
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Where the result went, what it says, and the raw outcome behind it."""
+
+    path: Path
+    result: dict[str, Any]
+    outcome: RunOutcome

@@ -101,12 +101,13 @@ LENIENT = click.option(
 )
 RUN_EXAMPLES = """\b
 Examples:
-  loadgen run workloads/1-topic-16-partitions-1kb.yaml
-      a local tansu (Kafka-compatible) broker is started for the run
-  loadgen run -d drivers/kafka.yaml --duration 5m --warmup 1m workload.yaml
+  loadgen run configs/workloads/quickstart.yaml
+      no -d: a local tansu (Kafka-compatible) broker runs for this run only
+  loadgen run -d configs/drivers/kafka-local.yaml configs/workloads/quickstart.yaml \
+      --duration 5m --warmup 1m --stats-interval 1s
   loadgen run kafka://127.0.0.1:9092 --rate 10k --size 1KiB --duration 30s
   loadgen run -d kafka.yaml workload.yaml --processes 4 --slo 'e2e.p99<20ms'
-  loadgen run -d kafka.yaml workload.yaml --workers http://10.0.0.2:8080,http://10.0.0.3:8080
+  loadgen run -d kafka.yaml workload.yaml --workers http://client-1:8080,http://client-2:8080
 """
 
 
@@ -300,9 +301,7 @@ def run(
         if placement.cpus:
             pin(frozenset(placement.cpus))  # after the embedded broker: it must not inherit it
         requests = [
-            RunRequest(
-                workload, spec, options, path, output.out_dir, placement, hooks, (), board
-            )
+            RunRequest(workload, spec, options, path, output.out_dir, placement, hooks, (), board)
             for path, workload in loaded
             for spec in specs
         ]
@@ -411,6 +410,20 @@ Examples:
   loadgen sweep -d kafka.yaml workload.yaml --rates 10k,50k,100k --duration 1m
   loadgen sweep -d kafka.yaml workload.yaml --rates 10k:100k:10
   loadgen sweep -d kafka.yaml workload.yaml --slo-p99 20 --search 10k:1M --max-runs 7
+      (--rates runs the rates listed; --search bounds an --slo-p99 search: not both)
+"""
+PROBE_EXAMPLES = """\b
+Examples:
+  loadgen probe kafka://127.0.0.1:9092
+  loadgen probe pulsar://127.0.0.1:6650 --rate 1k --duration 30s --max-p99 20
+  loadgen probe amqp://guest:guest@127.0.0.1:5672/ --json --slo 'e2e.p99.9<50ms'
+  loadgen probe kafka+ssl://broker:9093 -d kafka-sasl.yaml --topic probe
+"""
+WORKER_EXAMPLES = """\b
+Examples:
+  loadgen worker --bind 127.0.0.1:8080
+  LOADGEN_TOKEN=secret loadgen worker --bind 0.0.0.0:8080 --metrics-port 9100
+      then, on the coordinator: loadgen run --workers http://HOST:8080 --token ...
 """
 MATRIX_EXAMPLES = """\b
 Examples:
@@ -749,10 +762,11 @@ def report(
             click.echo(path)
 
 
-@cli.command()
+@cli.command(epilog=PROBE_EXAMPLES)
 @click.argument("url")
 @click.option(
     "--rate",
+    metavar="RATE",
     callback=opts.rate,
     default="100",
     show_default=True,
@@ -760,6 +774,7 @@ def report(
 )
 @click.option(
     "--duration",
+    metavar="DURATION",
     callback=opts.duration("--duration"),
     default="10s",
     show_default=True,
@@ -767,6 +782,7 @@ def report(
 )
 @click.option(
     "--size",
+    metavar="SIZE",
     callback=opts.size,
     default="1024",
     show_default=True,
@@ -779,22 +795,35 @@ def report(
     show_default=True,
     help="Which latency the thresholds judge.",
 )
-@click.option("--max-p50", type=click.FloatRange(min=0), help="Exit 1 when p50 exceeds this (ms).")
-@click.option("--max-p99", type=click.FloatRange(min=0), help="Exit 1 when p99 exceeds this (ms).")
+@click.option(
+    "--max-p50",
+    metavar="MS",
+    type=click.FloatRange(min=0),
+    help="Exit 1 when p50 exceeds this (ms).",
+)
+@click.option(
+    "--max-p99",
+    metavar="MS",
+    type=click.FloatRange(min=0),
+    help="Exit 1 when p99 exceeds this (ms).",
+)
 @click.option(
     "-d",
     "--driver",
     "driver_file",
+    metavar="DRIVER.yaml",
     type=click.Path(path_type=Path),
     help="Driver YAML with the client settings; the URL's address replaces its own.",
 )
 @click.option(
     "--topic",
+    metavar="NAME",
     help="Probe this topic (created if absent, kept afterwards) instead of a temporary one.",
 )
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: one per second, then a summary.")
 @click.option(
     "--slo",
+    metavar="EXPR",
     multiple=True,
     callback=lambda ctx, param, texts: parse_all(texts),
     help="A threshold in `run --slo`'s language (repeatable), e.g. e2e.p99.9<50ms.",
@@ -875,27 +904,35 @@ def brokers(action: str, kind: str, port: int | None) -> None:
             sys.exit(1)
 
 
-@cli.command()
+@cli.command(epilog=WORKER_EXAMPLES)
 @click.option(
     "--bind",
+    metavar="HOST:PORT",
     default="127.0.0.1:8080",
     show_default=True,
     help="HOST:PORT to listen on (port 0: any free one). Not loopback needs a token.",
 )
 @click.option(
     "--token",
+    metavar="TOKEN",
     envvar=TOKEN_ENV,
     default=None,
     help=f"Require this bearer token on every request (or {TOKEN_ENV}).",
 )
 @click.option(
     "--max-body-mb",
+    metavar="N",
     type=click.IntRange(min=1),
     default=DEFAULT_MAX_BODY_BYTES // 2**20,
     show_default=True,
     help="Largest request body accepted (the payload pool travels in one).",
 )
-@click.option("--cpus", default=None, help="Pin the worker to these CPUs (1, 0,2 or 0-3; Linux).")
+@click.option(
+    "--cpus",
+    metavar="CPUS",
+    default=None,
+    help="Pin the worker to these CPUs (1, 0,2 or 0-3; Linux).",
+)
 @click.option("--exit-with-stdin", is_flag=True, hidden=True)
 @opts.grouped("metrics", opts.metrics_address, *opts.METRICS)
 def worker(

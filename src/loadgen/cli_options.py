@@ -183,6 +183,7 @@ SPLIT = click.option(
 )
 TOKEN = click.option(
     "--token",
+    metavar="TOKEN",
     envvar=TOKEN_ENV,
     default=None,
     help=f"The workers' token (or {TOKEN_ENV}); never printed or stored.",

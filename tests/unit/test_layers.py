@@ -90,9 +90,7 @@ def violations(root: Path) -> list[str]:
                 continue
             below, above = layer_of(importer), layer_of(imported)
             if LAYERS.index(above) > LAYERS.index(below):
-                found.append(
-                    f"{importer} ({below}) imports {imported} ({above}), a higher layer"
-                )
+                found.append(f"{importer} ({below}) imports {imported} ({above}), a higher layer")
     return found
 
 

@@ -76,6 +76,30 @@ def _seconds(value: Duration | None, option: str) -> float | None:
     return parse_duration(value, option=option)
 
 
+def _options(
+    duration: Duration | None,
+    warmup: Duration | None,
+    stats_interval: Duration,
+    keep_topics: bool,
+    pipeline: str | Path | None,
+) -> RunOptions:
+    interval = _seconds(stats_interval, "stats_interval")
+    if interval is None or interval < 1:
+        raise ConfigError(
+            "the stats interval must be at least 1 s",
+            path="stats_interval",
+            value=stats_interval,
+            allowed="≥ 1 s",
+        )
+    return RunOptions(
+        duration_s=_seconds(duration, "duration"),
+        warmup_s=_seconds(warmup, "warmup"),
+        stats_interval_s=interval,
+        keep_topics=keep_topics,
+        pipeline_dir=None if pipeline is None else str(pipeline),
+    )
+
+
 def run(
     workload: Workload | Mapping[str, Any] | str | Path,
     driver: DriverSpec | LocalBroker | str | Path,
@@ -113,25 +137,11 @@ def run(
     """
     chosen, path = _as_workload(workload)
     spec = _as_driver(driver)
-    interval = _seconds(stats_interval, "stats_interval")
-    if interval is None or interval < 1:
-        raise ConfigError(
-            "the stats interval must be at least 1 s",
-            path="stats_interval",
-            value=stats_interval,
-            allowed="≥ 1 s",
-        )
     timeout = _seconds(hook_timeout, "hook_timeout")
     request = RunRequest(
         chosen,
         spec,
-        RunOptions(
-            duration_s=_seconds(duration, "duration"),
-            warmup_s=_seconds(warmup, "warmup"),
-            stats_interval_s=interval,
-            keep_topics=keep_topics,
-            pipeline_dir=None if pipeline is None else str(pipeline),
-        ),
+        _options(duration, warmup, stats_interval, keep_topics, pipeline),
         workload_path=path,
         placement=Placement(workers=tuple(workers), processes=processes, token=token),
         hooks=make_hooks(

@@ -2,7 +2,9 @@
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -292,3 +294,73 @@ def test_cpus_outside_the_machine_exit_2_naming_the_option_and_the_usable_ones(t
     assert "--cpus: CPU 4096 is not available to this process" in done.stderr
     assert f"allowed: {usable[0]}-{usable[-1]})" in done.stderr or len(usable) == 1
     assert not list(tmp_path.glob("*.json"))  # refused before anything ran
+
+
+# --help, a sweep asked two things at once, the embedded broker's announcement
+
+
+@pytest.mark.parametrize("command", ["run", "sweep", "matrix", "probe", "worker"])
+def test_help_ends_with_examples_of_the_command_itself(command):
+    done = loadgen(command, "--help", cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    examples = done.stdout.split("Examples:", 1)[1].splitlines()
+    assert sum(f"loadgen {command} " in line for line in examples) >= 2
+
+
+@pytest.mark.parametrize(
+    ("command", "placeholders"),
+    [
+        ("run", ["--duration DURATION", "--rate RATE", "--size SIZE", "--processes N"]),
+        ("sweep", ["--warmup DURATION", "--rates RATE,...", "--search RATE:RATE", "--max-runs N"]),
+        ("probe", ["--duration DURATION", "--rate RATE", "--size SIZE", "--max-p99 MS"]),
+    ],
+)
+def test_options_show_typed_placeholders_not_text(command, placeholders):
+    shown = loadgen(command, "--help", cwd=REPO).stdout
+    for placeholder in placeholders:
+        assert re.search(rf"{re.escape(placeholder)}\s", shown), placeholder
+    assert not re.search(r"--(duration|warmup|rate|size) TEXT", shown)
+
+
+def test_a_sweep_given_both_rates_and_a_search_is_refused_naming_both(tmp_path):
+    done = loadgen(
+        "sweep",
+        "missing.yaml",
+        "--rates",
+        "1k,2k",
+        "--search",
+        "1k:10k",
+        "-o",
+        str(tmp_path / "out"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--rates" in done.stderr and "--search" in done.stderr
+    assert "tansu" not in done.stderr and not (tmp_path / "out").exists()  # nothing started
+
+
+def test_a_run_without_a_driver_says_it_started_and_stopped_a_local_tansu(tiny, tmp_path):
+    done = loadgen(
+        "run",
+        str(tiny),
+        "--duration",
+        "1s",
+        "--stats-interval",
+        "1s",
+        "--quiet",
+        "--no-report",
+        "-o",
+        str(tmp_path / "out"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    started = re.search(
+        r"no -d given: started a local Kafka broker \(tansu, Kafka-compatible\) at "
+        r"127\.0\.0\.1:(\d+) for this run",
+        done.stderr,
+    )
+    assert started, done.stderr
+    port = int(started.group(1))
+    assert f"stopped the local Kafka broker (tansu) at 127.0.0.1:{port}" in done.stderr
+    with socket.socket() as probe:  # stopped means stopped: nothing listens there any more
+        assert probe.connect_ex(("127.0.0.1", port)) != 0

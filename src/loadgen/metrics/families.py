@@ -18,7 +18,7 @@ from loadgen import hdr
 from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, IntervalStats
 
 PHASES = ("idle", "setup", "warmup", "catch-up", "measure", "load", "drain", "teardown")
-"""Every phase a run or a worker reports (:data:`loadgen.scenarios.tailing.PhaseCallback`)."""
+"""Every phase a run or a worker reports (:class:`loadgen.listeners.RunListener`'s ``on_phase``)."""
 QUANTILES = (("0.5", 50.0), ("0.95", 95.0), ("0.99", 99.0), ("0.999", 99.9), ("1", 100.0))
 """``quantile`` label → Java percentile; quantile 1 is the interval's maximum."""
 LATENCIES = (

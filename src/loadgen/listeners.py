@@ -18,10 +18,12 @@ from loadgen.stats import IntervalStats
 
 
 class RunListener(Protocol):
-    """What a listener implements (both methods; a listener that ignores one does nothing)."""
+    """What a listener implements (both methods; a listener that ignores one does nothing).
 
-    def on_phase(self, phase: str, seconds: float | None) -> None: ...
-    def on_interval(self, stats: IntervalStats, backlog: int) -> None: ...
+    The arguments are positional, so an implementation names them as it likes."""
+
+    def on_phase(self, phase: str, seconds: float | None, /) -> None: ...
+    def on_interval(self, stats: IntervalStats, backlog: int, /) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -301,7 +301,16 @@ def run(
         if placement.cpus:
             pin(frozenset(placement.cpus))  # after the embedded broker: it must not inherit it
         requests = [
-            RunRequest(workload, spec, options, path, output.out_dir, placement, hooks, (), board)
+            RunRequest(
+                workload,
+                spec,
+                options,
+                workload_path=path,
+                out_dir=output.out_dir,
+                placement=placement,
+                hooks=hooks,
+                metrics=board,
+            )
             for path, workload in loaded
             for spec in specs
         ]
@@ -333,7 +342,7 @@ def _run_and_show(request: RunRequest, output: Output) -> RunReport:
     title = f"{request.name} on {spec.name} ({spec.kind})"
     click.echo(f"== {title}", err=True)
     with display_for(output.display, title) as display:
-        shown = replace(request, out_dir=output.out_dir, listeners=(*request.listeners, display))
+        shown = replace(request, listeners=(*request.listeners, display))
         try:
             report = run_one(shown)
         except RunAborted as aborted:
@@ -543,7 +552,7 @@ def sweep_command(
             if driver is not None
             else stack.enter_context(_embedded_kafka())
         )
-        base = RunRequest(workload, spec, options, workload_path, None, placement, hooks)
+        base = RunRequest(workload, spec, options, workload_path, output.out_dir, placement, hooks)
 
         def measure(rate: float) -> sweep.SweepPoint:
             return sweep.measure_point(
@@ -661,7 +670,13 @@ def matrix_command(
 
     def run_point(point: matrix.Point) -> RunReport:
         request = RunRequest(
-            point.workload, point.spec, options, plan.workload_path, None, placement, around
+            point.workload,
+            point.spec,
+            options,
+            plan.workload_path,
+            output.out_dir,
+            placement,
+            around,
         )
         return _run_and_show(request, output)
 

@@ -111,7 +111,7 @@ def test_a_consumer_only_run_reads_a_topic_another_run_fills(kafka_spec, tmp_pat
     named = RunOptions(stats_interval_s=1, topic_names=(topic,))
     filler = threading.Thread(
         target=run_one,
-        args=(filling, None, kafka_spec, tmp_path, named),
+        args=(RunRequest(filling, kafka_spec, named, out_dir=tmp_path),),
         kwargs={},
     )
     filler.start()

@@ -40,6 +40,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from drivers.kafka import Driver
 from drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
 from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, OnDone, OnMessage, TopicSpec
 from loadgen.errors import BrokerUnreachable, DriverError
@@ -290,8 +291,8 @@ class KafkaConsumer:
         self._consumer.close()
 
 
-class Driver:
-    """Selected by ``driver: kafka`` or by OMB's Kafka ``driverClass``."""
+class KafkaDriver(Driver):
+    """What ``Driver.from_config`` returns: the driver at work."""
 
     def __init__(self, spec: DriverSpec, config: KafkaConfig) -> None:
         self.spec = spec
@@ -328,12 +329,8 @@ class Driver:
         return config
 
     @classmethod
-    def from_config(cls, spec: DriverSpec) -> Driver:
+    def from_config(cls, spec: DriverSpec) -> KafkaDriver:
         return cls(spec, cls.validate_config(spec))
-
-    @property
-    def topic_name_prefix(self) -> str:
-        return "test-topic"
 
     def _admin_client(self) -> AdminClient:
         if self._admin is None:

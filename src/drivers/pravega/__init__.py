@@ -1,5 +1,43 @@
-"""Pravega driver (the ``pravega`` client); see ``drivers.pravega.driver`` for its semantics."""
+"""Pravega driver (the ``pravega`` client); see ``drivers.pravega.driver`` for its semantics.
 
-from drivers.pravega.driver import Driver
+The entry point's class: what the engine knows about Pravega without connecting. It imports no
+client (pravega is imported by :meth:`Driver.from_config`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from loadgen.driver import BaseDriver, require_address
+from loadgen.spec.driver_spec import DriverSpec
+
+
+class Driver(BaseDriver):
+    """Selected by ``driver: pravega`` or by OMB's Pravega ``driverClass``."""
+
+    display_name = "Pravega"
+    url_schemes = ("tcp", "tls")
+    omb_driver_classes = ("io.openmessaging.benchmark.driver.pravega.PravegaBenchmarkDriver",)
+    client_distributions = ("pravega",)
+
+    @classmethod
+    def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The URL is the controller URI."""
+        require_address(url)
+        return {**config, "client": {**config.get("client", {}), "controllerURI": url}}
+
+    @classmethod
+    def validate_config(cls, spec: DriverSpec) -> object:
+        from drivers.pravega.driver import PravegaDriver
+
+        return PravegaDriver.validate_config(spec)
+
+    @classmethod
+    def from_config(cls, spec: DriverSpec) -> BaseDriver:
+        from drivers.pravega.driver import PravegaDriver
+
+        return PravegaDriver.from_config(spec)
+
 
 __all__ = ["Driver"]

@@ -22,6 +22,7 @@ import logging
 import secrets
 import string
 
+from drivers.pulsar import Driver
 from drivers.pulsar.admin import Admin
 from drivers.pulsar.client import (
     client_kwargs,
@@ -49,8 +50,8 @@ def _rand7() -> str:
     return "".join(secrets.choice(NAMESPACE_ALPHABET) for _ in range(7))
 
 
-class Driver:
-    """Selected by ``driver: pulsar`` or by OMB's Pulsar ``driverClass``."""
+class PulsarDriver(Driver):
+    """What ``Driver.from_config`` returns: the driver at work."""
 
     def __init__(self, spec: DriverSpec, config: PulsarConfig) -> None:
         self.spec = spec
@@ -73,7 +74,7 @@ class Driver:
         return config
 
     @classmethod
-    def from_config(cls, spec: DriverSpec) -> Driver:
+    def from_config(cls, spec: DriverSpec) -> PulsarDriver:
         config = cls.validate_config(spec)
         warn_unexpressible(config, spec.source)
         return cls(spec, config)

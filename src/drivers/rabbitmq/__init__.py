@@ -1,5 +1,44 @@
-"""RabbitMQ driver (pika): routing keys as partitions, confirms, prefetch, quorum queues."""
+"""RabbitMQ driver (pika): routing keys as partitions, confirms, prefetch, quorum queues.
 
-from drivers.rabbitmq.driver import Driver
+The entry point's class: what the engine knows about RabbitMQ without connecting. It imports
+no client (pika is imported by :meth:`Driver.from_config`); see ``drivers.rabbitmq.driver``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from loadgen.driver import BaseDriver, require_address
+from loadgen.spec.driver_spec import DriverSpec
+
+
+class Driver(BaseDriver):
+    """Selected by ``driver: rabbitmq`` or by OMB's RabbitMQ ``driverClass``."""
+
+    display_name = "RabbitMQ"
+    url_schemes = ("amqp", "amqps")
+    omb_driver_classes = ("io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver",)
+    client_distributions = ("pika",)
+
+    @classmethod
+    def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The URL is the one AMQP URI (``amqps://``: its CA from the query or the ``tls``
+        block)."""
+        require_address(url)
+        return {**config, "amqpUris": [url]}
+
+    @classmethod
+    def validate_config(cls, spec: DriverSpec) -> object:
+        from drivers.rabbitmq.driver import RabbitMqDriver
+
+        return RabbitMqDriver.validate_config(spec)
+
+    @classmethod
+    def from_config(cls, spec: DriverSpec) -> BaseDriver:
+        from drivers.rabbitmq.driver import RabbitMqDriver
+
+        return RabbitMqDriver.from_config(spec)
+
 
 __all__ = ["Driver"]

@@ -28,6 +28,7 @@ from zlib import crc32
 import pika
 from pika.exceptions import AMQPError, ChannelClosed, ProbableAuthenticationError
 
+from drivers.rabbitmq import Driver
 from drivers.rabbitmq.config import (
     RabbitMqConfig,
     check_uris,
@@ -66,8 +67,8 @@ class CreationPacing:
         self.started += 1
 
 
-class Driver:
-    """Selected by ``driver: rabbitmq`` or by OMB's RabbitMQ ``driverClass``."""
+class RabbitMqDriver(Driver):
+    """What ``Driver.from_config`` returns: the driver at work."""
 
     def __init__(self, spec: DriverSpec, config: RabbitMqConfig) -> None:
         self.spec = spec
@@ -93,7 +94,7 @@ class Driver:
         return config
 
     @classmethod
-    def from_config(cls, spec: DriverSpec) -> Driver:
+    def from_config(cls, spec: DriverSpec) -> RabbitMqDriver:
         return cls(spec, cls.validate_config(spec))
 
     @property

@@ -1,0 +1,62 @@
+"""What the engine learns from the installed driver classes, without connecting or importing
+any broker client."""
+
+import subprocess
+import sys
+
+import pytest
+
+from loadgen.driver import BaseDriver, driver_classes
+from loadgen.errors import ConfigError
+from loadgen.spec.driver_file import omb_driver_classes
+
+CLIENT_MODULES = ("confluent_kafka", "pika", "pulsar", "pravega_client")
+
+
+def test_finding_the_driver_of_a_url_or_an_omb_class_imports_no_broker_client():
+    code = (
+        "import sys\n"
+        "from loadgen import probe\n"
+        "from loadgen.spec.driver_file import omb_driver_classes\n"
+        "probe.driver_for_url('kafka://127.0.0.1:1')\n"
+        "omb_driver_classes()\n"
+        f"print([m for m in {CLIENT_MODULES!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_built_in_driver_declares_its_broker():
+    classes = driver_classes()
+    for kind in ("kafka", "rabbitmq", "pulsar", "pravega"):
+        assert issubclass(classes[kind], BaseDriver)
+        assert classes[kind].url_schemes and classes[kind].client_distributions
+    assert (
+        omb_driver_classes()["io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver"]
+        == "rabbitmq"
+    )
+
+
+class Unfinished(BaseDriver):
+    """A driver class with the classmethods only: the defaults hold, the rest is missing."""
+
+    @classmethod
+    def validate_config(cls, spec):
+        return None
+
+    @classmethod
+    def from_config(cls, spec):
+        return cls()
+
+
+def test_a_driver_that_declares_no_url_scheme_takes_no_url():
+    assert Unfinished.url_schemes == ()
+    with pytest.raises(ConfigError, match="the Unfinished driver takes no URL"):
+        Unfinished.config_from_url("quiet://h:1", {})
+
+
+def test_a_driver_missing_a_required_method_cannot_be_made():
+    with pytest.raises(TypeError, match="abstract"):
+        Unfinished.from_config(None)

@@ -10,10 +10,10 @@
   answering, e.g. pulsar-lite) topics are auto-created by the broker with *its* partition
   count, which the log reports next to the one asked for, and they stay on the broker.
 * Send time, message id and intended send time: one message property ``lg-stamp``, three
-  big-endian int64 in base64 (:mod:`.producer`); messages with only an older
-  loadgen's ``lg-send-ns`` arrive with no id, messages with neither are skipped (counted, logged
-  once). The partition index comes from the partition topic's name, 0 on a non-partitioned topic
-  (:mod:`.consumer`). Publish latency is timed from the ``send_async`` callback.
+  big-endian int64 in base64 (:mod:`.producer`); messages without it are skipped (counted,
+  logged once). The partition index comes from the partition topic's name, 0 on a
+  non-partitioned topic (:mod:`.consumer`). Publish latency is timed from the ``send_async``
+  callback.
 """
 
 from __future__ import annotations

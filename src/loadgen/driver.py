@@ -1,9 +1,11 @@
 """The driver API: the one seam between the broker-blind engine and a broker client.
 
-A driver package exposes a ``Driver`` class and registers it in the ``loadgen.drivers``
-entry-point group (``kafka = "drivers.kafka:Driver"``), so a third-party package can add a
-broker without touching loadgen. Drivers import only this module, ``loadgen.spec`` and
-``loadgen.errors``.
+A driver package exposes a subclass of :class:`BaseDriver` and registers it in the
+``loadgen.drivers`` entry-point group (``kafka = "drivers.kafka:Driver"``), so a third-party
+package can add a broker without touching loadgen: the class declares what the engine needs to
+know (URL schemes, OMB ``driverClass`` names, client distributions, probe settings), and the
+engine has no list of brokers. Drivers import only this module, ``loadgen.spec`` and
+``loadgen.errors``. How to write one: docs/extending/drivers.md.
 
 Per-message cost is the budget: ``Producer.send`` is non-blocking and calls ``on_done`` once
 per message from the client's own delivery path (no future or coroutine per message).

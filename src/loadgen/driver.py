@@ -182,15 +182,28 @@ class BaseDriver(ABC):
         return dict(config)
 
     @classmethod
-    @abstractmethod
+    def implementation(cls) -> type[BaseDriver]:
+        """The class whose :meth:`validate_config` and :meth:`from_config` do the work: a light
+        registered class imports its implementation (and with it the client) here."""
+        return cls
+
+    @classmethod
     def validate_config(cls, spec: DriverSpec) -> object:
         """Check the broker section of ``spec`` without connecting (``loadgen validate``);
         unknown keys raise :class:`ConfigError`."""
+        return cls._implementation("validate_config").validate_config(spec)
 
     @classmethod
-    @abstractmethod
     def from_config(cls, spec: DriverSpec) -> BaseDriver:
         """The driver for ``spec``, validated as :meth:`validate_config` does; not connected yet."""
+        return cls._implementation("from_config").from_config(spec)
+
+    @classmethod
+    def _implementation(cls, method: str) -> type[BaseDriver]:
+        implementation = cls.implementation()
+        if implementation is cls:  # neither overridden here nor handed over
+            raise NotImplementedError(f"{cls.__qualname__} must define {method} or implementation")
+        return implementation
 
     @property
     def topic_name_prefix(self) -> str:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from loadgen.cluster.spawn import announced_url, start_worker_process, stop_worker_processes
 
@@ -23,17 +24,10 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "tests" / "plugin_driver"
 VERSION = "0.3.1"  # tests/plugin_driver/pyproject.toml
 TOKEN = "t0ken-for-plugin-tests"
-WORKLOAD = """\
-name: echo workload
-topics: 1
-partitionsPerTopic: 2
-messageSize: 128
-subscriptionsPerTopic: 1
-consumerPerSubscription: 1
-producersPerTopic: 1
-producerRate: 200
-testDurationMinutes: 1
-"""
+WORKLOAD = dict(
+    name="echo workload", topics=1, partitionsPerTopic=2, messageSize=128, producersPerTopic=1,
+    producerRate=200, subscriptionsPerTopic=1, consumerPerSubscription=1, testDurationMinutes=1,
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +53,7 @@ def files(tmp_path):
         "name: Echo\ndriverClass: org.example.echo.EchoBenchmarkDriver\n"
     )
     (tmp_path / "typo.yaml").write_text("name: Echo\ndriver: echo\npollIntervalMS: 1\n")
-    (tmp_path / "workload.yaml").write_text(WORKLOAD)
+    (tmp_path / "workload.yaml").write_text(yaml.safe_dump(WORKLOAD))
     return tmp_path
 
 

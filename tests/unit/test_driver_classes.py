@@ -60,3 +60,13 @@ def test_a_driver_that_declares_no_url_scheme_takes_no_url():
 def test_a_driver_missing_a_required_method_cannot_be_made():
     with pytest.raises(TypeError, match="abstract"):
         Unfinished.from_config(None)
+
+
+def test_a_driver_that_neither_validates_nor_hands_over_says_what_it_lacks():
+    class Bare(BaseDriver):
+        pass
+
+    with pytest.raises(NotImplementedError, match="Bare must define validate_config"):
+        Bare.validate_config(None)
+    with pytest.raises(NotImplementedError, match="Bare must define from_config"):
+        Bare.from_config(None)

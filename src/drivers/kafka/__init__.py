@@ -1,7 +1,7 @@
 """Kafka driver (confluent-kafka); see ``drivers.kafka.driver`` for its semantics.
 
 The entry point's class: what the engine knows about Kafka without connecting. It imports no
-client (confluent-kafka is imported by :meth:`Driver.from_config`).
+client (confluent-kafka is imported by :meth:`Driver.implementation`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from loadgen.driver import BaseDriver, require_address
-from loadgen.spec.driver_spec import DriverSpec
 
 DEFAULT_PORT = 9092
 SECURITY_PROTOCOL_LINE = re.compile(r"^\s*security\.protocol\s*[=:]\s*(\S+)", re.MULTILINE)
@@ -73,16 +72,10 @@ class Driver(BaseDriver):
         return {"consumerAssignment": "assign", **config, "consumerConfig": consumer}
 
     @classmethod
-    def validate_config(cls, spec: DriverSpec) -> object:
-        from drivers.kafka.driver import KafkaDriver
+    def implementation(cls) -> type[BaseDriver]:
+        from drivers.kafka.driver import KafkaDriver  # imports confluent-kafka
 
-        return KafkaDriver.validate_config(spec)
-
-    @classmethod
-    def from_config(cls, spec: DriverSpec) -> BaseDriver:
-        from drivers.kafka.driver import KafkaDriver
-
-        return KafkaDriver.from_config(spec)
+        return KafkaDriver
 
 
 __all__ = ["Driver"]

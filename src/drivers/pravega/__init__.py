@@ -1,7 +1,7 @@
 """Pravega driver (the ``pravega`` client); see ``drivers.pravega.driver`` for its semantics.
 
 The entry point's class: what the engine knows about Pravega without connecting. It imports no
-client (pravega is imported by :meth:`Driver.from_config`).
+client (pravega is imported by :meth:`Driver.implementation`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from loadgen.driver import BaseDriver, require_address
-from loadgen.spec.driver_spec import DriverSpec
 
 
 class Driver(BaseDriver):
@@ -28,16 +27,10 @@ class Driver(BaseDriver):
         return {**config, "client": {**config.get("client", {}), "controllerURI": url}}
 
     @classmethod
-    def validate_config(cls, spec: DriverSpec) -> object:
-        from drivers.pravega.driver import PravegaDriver
+    def implementation(cls) -> type[BaseDriver]:
+        from drivers.pravega.driver import PravegaDriver  # imports pravega
 
-        return PravegaDriver.validate_config(spec)
-
-    @classmethod
-    def from_config(cls, spec: DriverSpec) -> BaseDriver:
-        from drivers.pravega.driver import PravegaDriver
-
-        return PravegaDriver.from_config(spec)
+        return PravegaDriver
 
 
 __all__ = ["Driver"]

@@ -1,7 +1,7 @@
 """Pulsar driver (pulsar-client); see ``drivers.pulsar.driver`` for its semantics.
 
 The entry point's class: what the engine knows about Pulsar without connecting. It imports no
-client (pulsar-client is imported by :meth:`Driver.from_config`).
+client (pulsar-client is imported by :meth:`Driver.implementation`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from loadgen.driver import BaseDriver, require_address
-from loadgen.spec.driver_spec import DriverSpec
 
 
 class Driver(BaseDriver):
@@ -28,16 +27,10 @@ class Driver(BaseDriver):
         return {**config, "client": {**config.get("client", {}), "serviceUrl": url}}
 
     @classmethod
-    def validate_config(cls, spec: DriverSpec) -> object:
-        from drivers.pulsar.driver import PulsarDriver
+    def implementation(cls) -> type[BaseDriver]:
+        from drivers.pulsar.driver import PulsarDriver  # imports pulsar-client
 
-        return PulsarDriver.validate_config(spec)
-
-    @classmethod
-    def from_config(cls, spec: DriverSpec) -> BaseDriver:
-        from drivers.pulsar.driver import PulsarDriver
-
-        return PulsarDriver.from_config(spec)
+        return PulsarDriver
 
 
 __all__ = ["Driver"]

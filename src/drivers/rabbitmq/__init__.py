@@ -1,7 +1,7 @@
 """RabbitMQ driver (pika): routing keys as partitions, confirms, prefetch, quorum queues.
 
 The entry point's class: what the engine knows about RabbitMQ without connecting. It imports
-no client (pika is imported by :meth:`Driver.from_config`); see ``drivers.rabbitmq.driver``.
+no client (pika is imported by :meth:`Driver.implementation`); see ``drivers.rabbitmq.driver``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from loadgen.driver import BaseDriver, require_address
-from loadgen.spec.driver_spec import DriverSpec
 
 
 class Driver(BaseDriver):
@@ -29,16 +28,10 @@ class Driver(BaseDriver):
         return {**config, "amqpUris": [url]}
 
     @classmethod
-    def validate_config(cls, spec: DriverSpec) -> object:
-        from drivers.rabbitmq.driver import RabbitMqDriver
+    def implementation(cls) -> type[BaseDriver]:
+        from drivers.rabbitmq.driver import RabbitMqDriver  # imports pika
 
-        return RabbitMqDriver.validate_config(spec)
-
-    @classmethod
-    def from_config(cls, spec: DriverSpec) -> BaseDriver:
-        from drivers.rabbitmq.driver import RabbitMqDriver
-
-        return RabbitMqDriver.from_config(spec)
+        return RabbitMqDriver
 
 
 __all__ = ["Driver"]

@@ -52,6 +52,14 @@ CONNECT_TIMEOUT_S = 15.0
 CLOSE_TIMEOUT_S = 5.0
 
 
+def quiet_pika() -> None:
+    """pika logs every connection step at INFO and every failed attempt at ERROR with a
+    traceback; this driver reports each failure itself, with the (masked) URI, so pika speaks
+    only when loadgen's own log is at debug level (``-vv``)."""
+    debug = log.isEnabledFor(logging.DEBUG)
+    logging.getLogger("pika").setLevel(logging.NOTSET if debug else logging.CRITICAL)
+
+
 @dataclass
 class CreationPacing:
     """OMB's creation pacing: before every ``batch_size``-th client after the first batch,
@@ -95,6 +103,7 @@ class RabbitMqDriver(Driver):
 
     @classmethod
     def from_config(cls, spec: DriverSpec) -> RabbitMqDriver:
+        quiet_pika()
         return cls(spec, cls.validate_config(spec))
 
     @property

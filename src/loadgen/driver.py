@@ -32,6 +32,7 @@ from loadgen.errors import ConfigError
 from loadgen.spec.driver_spec import DriverSpec
 
 ENTRY_POINT_GROUP = "loadgen.drivers"
+log = logging.getLogger("loadgen.driver")
 
 OnDone = Callable[..., None]
 """Called once per sent message as ``on_done(error, *client_args)``: ``error`` is ``None`` when the
@@ -139,9 +140,10 @@ class BaseDriver(ABC):
     engine must know about the broker without connecting (URL schemes, OMB class names, client
     distributions, probe settings); the engine reads them from the class the entry point names,
     for every installed driver (to find the owner of a URL scheme or an OMB ``driverClass``). So
-    that class must import no broker client: import it in :meth:`from_config` and
-    :meth:`validate_config` (or in the modules they import), and ``loadgen probe kafka://`` never
-    pays for, or fails on, another driver's client.
+    that class must import no broker client: :meth:`implementation` imports the class that does
+    the work, and with it the client, so ``loadgen probe kafka://`` never pays for, or fails on,
+    another driver's client. A driver with no client to import defines :meth:`validate_config`
+    and :meth:`from_config` itself.
     """
 
     spec: DriverSpec
@@ -275,8 +277,17 @@ def available_drivers() -> dict[str, str]:
 
 
 def driver_classes() -> dict[str, type[BaseDriver]]:
-    """Every installed driver class by its registered name (cheap: they import no client)."""
-    return {ep.name: ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    """Every installed driver class by its registered name (cheap: they import no client).
+
+    One that fails to load is left out with a warning: a broken package must not take every
+    other driver's URLs and OMB classes with it (selecting it by name still fails, loudly)."""
+    found = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            found[ep.name] = ep.load()
+        except Exception as error:
+            log.warning("driver %r (%s) cannot be loaded: %s", ep.name, ep.value, error)
+    return found
 
 
 def display_name(kind: str, driver: type[BaseDriver]) -> str:

@@ -1,8 +1,10 @@
 """What the engine learns from the installed driver classes, without connecting or importing
 any broker client."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +72,26 @@ def test_a_driver_that_neither_validates_nor_hands_over_says_what_it_lacks():
         Bare.validate_config(None)
     with pytest.raises(NotImplementedError, match="Bare must define from_config"):
         Bare.from_config(None)
+
+
+def test_a_driver_package_that_fails_to_load_leaves_the_others_working(tmp_path):
+    info = tmp_path / "loadgen_broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: loadgen-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[loadgen.drivers]\nbroken = no_such_module:Driver\n")
+    code = (
+        "from loadgen import probe\n"
+        "from loadgen.driver import driver_classes\n"
+        "print(probe.driver_for_url('amqp://127.0.0.1:1').kind, 'broken' in driver_classes())\n"
+    )
+    source = Path(__file__).resolve().parents[2] / "src"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(source)])},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["rabbitmq", "False"]
+    assert "driver 'broken' (no_such_module:Driver) cannot be loaded" in done.stderr

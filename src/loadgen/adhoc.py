@@ -35,14 +35,6 @@ FLAGS = {
 DURATIONS = ("--duration", "--warmup")
 """Seconds on the command line, minutes in the workload; they also override a workload file's
 fields, while the other flags make sense with a URL only."""
-DRIVER_DEFAULTS = {
-    "kafka": {
-        "producerConfig": {"acks": "all"},
-        "consumerConfig": {"auto.offset.reset": "earliest", "enable.auto.commit": "false"},
-    }
-}
-"""Client settings when no ``-d`` file gives them (OMB's Kafka files say the same); the other
-drivers' own defaults need nothing."""
 
 
 def is_url(argument: str) -> bool:
@@ -108,7 +100,8 @@ def adhoc_driver(url: str, driver_files: tuple[Path, ...]) -> DriverSpec:
             value=", ".join(map(str, driver_files)),
             allowed="at most one -d with a URL",
         )
-    return urls.driver_for_url(url, driver_files[0] if driver_files else None, DRIVER_DEFAULTS)
+    driver_file = driver_files[0] if driver_files else None
+    return urls.driver_for_url(url, driver_file, lambda driver: driver.run_defaults)
 
 
 def as_yaml(workload: Workload, spec: DriverSpec) -> str:

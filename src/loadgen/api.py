@@ -48,9 +48,7 @@ def workload(**fields: Any) -> Workload:
 def driver(kind: str, name: str | None = None, **config: Any) -> DriverSpec:
     """A driver config (the fields of that driver's YAML), checked by the driver itself."""
     spec = DriverSpec(name=name or kind, kind=kind, config=config, source=PYTHON_SOURCE)
-    validate = getattr(load_driver_class(spec), "validate_config", None)
-    if validate is not None:
-        validate(spec)
+    load_driver_class(spec).validate_config(spec)
     return spec
 
 

@@ -57,9 +57,6 @@ def cli(verbose: int) -> None:
     """Load generation for message brokers, OMB-compatible in and out."""
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    # pika logs every connection step at INFO and every failed attempt at ERROR with a traceback;
-    # the RabbitMQ driver reports each failure itself, with the (masked) URI, so pika speaks at -vv
-    logging.getLogger("pika").setLevel(level if verbose >= 2 else logging.CRITICAL)
 
 
 @contextlib.contextmanager

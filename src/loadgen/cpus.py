@@ -1,10 +1,9 @@
 """Pinning loadgen to chosen CPUs (``loadgen run --cpus``).
 
-Why: a client that acknowledges through Python callbacks from a native I/O thread
-(pulsar-client) hands the GIL to that thread and back for every message. When the two threads
-sit on different cores each hand-off is a cross-core wake-up; pinned to one CPU, the same
-producer sent 1.6–1.9× more on two cores (bench/RESULTS.md). The Kafka and RabbitMQ producers
-gained nothing from it there (4–6 % less, within noise), hence an option, not a default.
+Why: a client that acknowledges through Python callbacks from a native I/O thread hands the
+GIL to that thread and back for every message, and on different cores each hand-off is a
+cross-core wake-up. Pinning helps such a client and gains nothing for one that acknowledges on
+the sending thread (bench/RESULTS.md has the measurements), hence an option, not a default.
 
 Linux applies the affinity to the calling thread, and every thread inherits it from the thread
 that starts it: pin before any driver starts its threads, and after starting a local broker

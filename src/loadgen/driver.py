@@ -1,9 +1,11 @@
 """The driver API: the one seam between the broker-blind engine and a broker client.
 
-A driver package exposes a ``Driver`` class and registers it in the ``loadgen.drivers``
-entry-point group (``kafka = "drivers.kafka:Driver"``), so a third-party package can add a
-broker without touching loadgen. Drivers import only this module, ``loadgen.spec`` and
-``loadgen.errors``.
+A driver package exposes a subclass of :class:`BaseDriver` and registers it in the
+``loadgen.drivers`` entry-point group (``kafka = "drivers.kafka:Driver"``), so a third-party
+package can add a broker without touching loadgen: the class declares what the engine needs to
+know (URL schemes, OMB ``driverClass`` names, client distributions, probe settings), and the
+engine has no list of brokers. Drivers import only this module, ``loadgen.spec`` and
+``loadgen.errors``. How to write one: docs/extending/drivers.md.
 
 Per-message cost is the budget: ``Producer.send`` is non-blocking and calls ``on_done`` once
 per message from the client's own delivery path (no future or coroutine per message).
@@ -15,17 +17,22 @@ engine gave ``send``. Each driver documents where it carries them.
 
 from __future__ import annotations
 
+import logging
 import struct
 import time
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import Any, ClassVar, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from loadgen.errors import ConfigError
 from loadgen.spec.driver_spec import DriverSpec
 
 ENTRY_POINT_GROUP = "loadgen.drivers"
+log = logging.getLogger("loadgen.driver")
 
 OnDone = Callable[..., None]
 """Called once per sent message as ``on_done(error, *client_args)``: ``error`` is ``None`` when the
@@ -126,44 +133,142 @@ class Consumer(Protocol):
     def close(self) -> None: ...
 
 
-class Driver(Protocol):
-    """One broker connection configuration, as read from a driver YAML."""
+class BaseDriver(ABC):
+    """One broker connection configuration, as read from a driver YAML; every driver subclasses it.
+
+    The abstract methods are the broker work. The class members with defaults say what the
+    engine must know about the broker without connecting (URL schemes, OMB class names, client
+    distributions, probe settings); the engine reads them from the class the entry point names,
+    for every installed driver (to find the owner of a URL scheme or an OMB ``driverClass``). So
+    that class must import no broker client: :meth:`implementation` imports the class that does
+    the work, and with it the client, so ``loadgen probe kafka://`` never pays for, or fails on,
+    another driver's client. A driver with no client to import defines :meth:`validate_config`
+    and :meth:`from_config` itself.
+    """
 
     spec: DriverSpec
 
+    display_name: ClassVar[str] = ""
+    """The name a URL run or probe shows (``Kafka``); empty: the registered name, capitalized."""
+    url_schemes: ClassVar[tuple[str, ...]] = ()
+    """URL schemes this driver answers (``loadgen probe SCHEME://...``, ``loadgen run URL``)."""
+    omb_driver_classes: ClassVar[tuple[str, ...]] = ()
+    """OMB ``driverClass`` values a driver file may select this driver by."""
+    client_distributions: ClassVar[tuple[str, ...]] = ()
+    """Distributions (as pip names them) whose versions a result records (``clientVersions``)."""
+    process_local: ClassVar[bool] = False
+    """True when the broker lives inside the process (the memory driver): a run over several
+    processes must keep each topic's producers and consumers in one of them."""
+    run_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    """Driver-file fields a URL run (``loadgen run URL``) starts from without a ``-d`` file."""
+    probe_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    """Driver-file fields ``loadgen probe URL`` starts from without a ``-d`` file."""
+    probe_named_topics: ClassVar[bool] = False
+    """True when probing a topic given by name (``probe --topic``), which the probe keeps, leaves
+    nothing behind on the broker (no queue or subscription outlives the probe)."""
+
+    @classmethod
+    def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Driver-file fields for ``url``: ``config`` (from ``-d`` or the defaults above) with the
+        URL's address in its place. Called only for a scheme in :attr:`url_schemes`."""
+        raise ConfigError(
+            f"the {cls.__name__} driver takes no URL",
+            path="URL",
+            value=url,
+            allowed="a driver file (-d)",
+        )
+
+    @classmethod
+    def probe_config(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        """What a probe changes in any config, from a file or not (Kafka: read from the end)."""
+        return dict(config)
+
+    @classmethod
+    def implementation(cls) -> type[BaseDriver]:
+        """The class whose :meth:`validate_config` and :meth:`from_config` do the work: a light
+        registered class imports its implementation (and with it the client) here."""
+        return cls
+
     @classmethod
     def validate_config(cls, spec: DriverSpec) -> object:
-        """Check the broker section of ``spec`` without connecting (``loadgen validate``)."""
+        """Check the broker section of ``spec`` without connecting (``loadgen validate``);
+        unknown keys raise :class:`ConfigError`."""
+        return cls._implementation("validate_config").validate_config(spec)
 
     @classmethod
-    def from_config(cls, spec: DriverSpec) -> Driver:
-        """Parse the broker section of ``spec``; unknown keys raise :class:`ConfigError`."""
+    def from_config(cls, spec: DriverSpec) -> BaseDriver:
+        """The driver for ``spec``, validated as :meth:`validate_config` does; not connected yet."""
+        return cls._implementation("from_config").from_config(spec)
+
+    @classmethod
+    def _implementation(cls, method: str) -> type[BaseDriver]:
+        implementation = cls.implementation()
+        if implementation is cls:  # neither overridden here nor handed over
+            raise NotImplementedError(f"{cls.__qualname__} must define {method} or implementation")
+        return implementation
 
     @property
-    def topic_name_prefix(self) -> str: ...
+    def topic_name_prefix(self) -> str:
+        """Generated topic names start with this (``test-topic-0001...``)."""
+        return "test-topic"
 
+    @abstractmethod
     def check_reachable(self, timeout_s: float) -> None:
         """Raise :class:`loadgen.errors.BrokerUnreachable` (naming the address) if it is down."""
 
-    def create_topics(self, topics: list[TopicSpec]) -> None: ...
+    @abstractmethod
+    def create_topics(self, topics: list[TopicSpec]) -> None:
+        """Create ``topics``; one that exists already is used as it is."""
 
-    # Optional, for runs split over worker processes: ``adopt_topics(topics: list[TopicSpec])``
-    # for a driver that needs to know about topics another worker created (RabbitMQ: their
-    # partition count), creating nothing on the broker; ``delete_subscriptions(names)`` deletes
-    # what this driver created to consume those topics (RabbitMQ queues, Pravega reader groups)
-    # when the run's topics go but another worker deletes the topics. A driver class whose
-    # broker lives inside its process sets ``process_local = True`` (the memory driver).
-    # ``url_schemes`` with a ``config_from_url(url, config)`` classmethod lets
-    # ``loadgen run SCHEME://...`` and ``loadgen probe`` pick the driver (see loadgen.urls).
+    def adopt_topics(self, topics: list[TopicSpec]) -> None:  # noqa: B027 (optional)
+        """Learn about topics another worker created, creating nothing on the broker (RabbitMQ:
+        their partition count). Default: nothing to learn."""
 
-    def delete_topics(self, names: list[str]) -> None: ...
+    @abstractmethod
+    def delete_topics(self, names: list[str]) -> None:
+        """Delete the run's topics (the worker that created them calls this)."""
 
+    def delete_subscriptions(self, names: list[str]) -> None:  # noqa: B027 (optional)
+        """Delete what this driver created to consume the topics ``names`` (RabbitMQ queues,
+        Pravega reader groups), when another worker deletes the topics. Default: nothing."""
+
+    @abstractmethod
     def create_producer(self, topic: str) -> Producer: ...
 
+    @abstractmethod
     def create_consumer(self, topic: str, subscription: str, on_message: OnMessage) -> Consumer:
         """Subscribe ``subscription`` to ``topic``; return once the consumer is receiving."""
 
+    @abstractmethod
     def close(self) -> None: ...
+
+
+def require_address(url: str) -> str:
+    """The address part of a broker URL (``host:port``, with any user info); :class:`ConfigError`
+    for a URL without one. For drivers' :meth:`BaseDriver.config_from_url`."""
+    parts = urlsplit(url)
+    if not parts.netloc:
+        raise ConfigError(
+            "not a broker URL", path="URL", value=url, allowed=[f"{parts.scheme}://host:port"]
+        )
+    return parts.netloc
+
+
+class ForeignMessages:
+    """Counts the messages a consumer skips because loadgen did not send them (no well-formed
+    stamp), and logs the first one: a shared topic is no reason to fail a run, but a silent
+    skip would hide a mix-up."""
+
+    def __init__(self, log: logging.Logger, expected: str) -> None:
+        """``expected`` says what a loadgen message carries (``an lg-stamp header``)."""
+        self._log = log
+        self._expected = expected
+        self.count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.count == 1:
+            self._log.warning("skipping messages without %s (not sent by loadgen)", self._expected)
 
 
 def available_drivers() -> dict[str, str]:
@@ -171,8 +276,26 @@ def available_drivers() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def load_driver_class(spec: DriverSpec) -> type[Driver]:
-    """The registered ``Driver`` class for ``spec.kind``."""
+def driver_classes() -> dict[str, type[BaseDriver]]:
+    """Every installed driver class by its registered name (cheap: they import no client).
+
+    One that fails to load is left out with a warning: a broken package must not take every
+    other driver's URLs and OMB classes with it (selecting it by name still fails, loudly)."""
+    found = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            found[ep.name] = ep.load()
+        except Exception as error:
+            log.warning("driver %r (%s) cannot be loaded: %s", ep.name, ep.value, error)
+    return found
+
+
+def display_name(kind: str, driver: type[BaseDriver]) -> str:
+    return driver.display_name or kind.capitalize()
+
+
+def load_driver_class(spec: DriverSpec) -> type[BaseDriver]:
+    """The registered driver class for ``spec.kind``."""
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == spec.kind:
             return ep.load()
@@ -185,6 +308,6 @@ def load_driver_class(spec: DriverSpec) -> type[Driver]:
     )
 
 
-def open_driver(spec: DriverSpec) -> Driver:
+def open_driver(spec: DriverSpec) -> BaseDriver:
     """Instantiate the driver that ``spec`` selects."""
     return load_driver_class(spec).from_config(spec)

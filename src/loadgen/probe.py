@@ -3,10 +3,9 @@
 A probe is a tiny tailing run (one topic, one partition, one producer, one consumer, 1-s stats
 intervals, no warm-up) on the same engine as ``loadgen run``, so its numbers mean the same.
 The URL picks the driver and its address (:mod:`loadgen.urls`, shared with ``loadgen run URL``);
-without a driver file the settings are latency-minded defaults for a real cluster: ``acks=all``
-and no linger for Kafka, confirms for RabbitMQ. The Kafka consumer always starts at the
-topic's end, and assigns itself the partition unless the file says
-``consumerAssignment: subscribe``.
+without a driver file the settings are the driver's ``probe_defaults`` (latency-minded, for a
+real cluster), and its ``probe_config`` adjusts any config (the Kafka consumer starts at the
+topic's end).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen import hdr, thresholds, urls
-from loadgen.driver import open_driver
+from loadgen.driver import driver_classes, load_driver_class, open_driver
 from loadgen.errors import ConfigError
 from loadgen.listeners import Listeners, OnInterval
 from loadgen.outcome import RunOutcome
@@ -34,32 +33,15 @@ from loadgen.worker.local import LocalWorker
 SOURCE = "<probe>"
 METRICS = {"publish": PUBLISH, "e2e": END_TO_END}
 """``--metric`` names and the histogram each judges."""
-TOPIC_KINDS = ("kafka",)
-"""Drivers whose probe leaves nothing behind on a topic it keeps (Kafka: no queue to delete)."""
 PROBE_PERCENTILES = (50.0, 99.0)
 """What each per-second line shows besides the max; the summary adds p99.9."""
 
 
-KAFKA_DEFAULTS: dict[str, Any] = {
-    "replicationFactor": 0,
-    "producerConfig": {"acks": "all", "linger.ms": "0"},
-    "consumerConfig": {"enable.auto.commit": "false"},
-}
-"""A probe's Kafka settings when no driver file gives them: latency-minded, for a real cluster."""
-
-
 def driver_for_url(url: str, driver_file: Path | None = None) -> DriverSpec:
-    """The driver config a probe of ``url`` uses; ``driver_file`` supplies client settings."""
-    spec = urls.driver_for_url(url, driver_file, {"kafka": KAFKA_DEFAULTS})
-    if spec.kind != "kafka":
-        return spec
-    config = dict(spec.config)
-    # a probe reads what it sends, never the topic's history (which a --topic may have)
-    config["consumerConfig"] = urls.set_property(
-        config.get("consumerConfig"), "auto.offset.reset", "latest"
-    )
-    config.setdefault("consumerAssignment", "assign")  # no group join: first line in < 2 s
-    return replace(spec, config=config)
+    """The driver config a probe of ``url`` uses; ``driver_file`` supplies client settings,
+    over the driver's ``probe_defaults``, and the driver's ``probe_config`` has the last word."""
+    spec = urls.driver_for_url(url, driver_file, lambda driver: driver.probe_defaults)
+    return replace(spec, config=load_driver_class(spec).probe_config(spec.config))
 
 
 @dataclass(frozen=True)
@@ -125,13 +107,14 @@ def run_probe(
     spec: DriverSpec, settings: ProbeSettings, on_interval: Callable[[IntervalStats], None]
 ) -> Verdict:
     """Probe the broker of ``spec``; Ctrl-C ends it early with a verdict on what was measured."""
-    if settings.topic and spec.kind not in TOPIC_KINDS:
+    if settings.topic and not load_driver_class(spec).probe_named_topics:
         # elsewhere the probe's subscription (a queue, a subscription) would outlive it
+        able = [kind for kind, driver in driver_classes().items() if driver.probe_named_topics]
         raise ConfigError(
-            f"a named topic can be probed on {', '.join(TOPIC_KINDS)} only",
+            f"a named topic can be probed on {', '.join(able)} only",
             path="--topic",
             value=settings.topic,
-            allowed=[f"{kind}:// URLs" for kind in TOPIC_KINDS],
+            allowed=[f"{kind}:// URLs" for kind in able],
         )
     workload = probe_workload(settings)
     options = RunOptions(

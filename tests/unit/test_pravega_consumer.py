@@ -87,7 +87,7 @@ def test_events_arrive_in_order_with_their_send_time_id_and_intended_time(consum
     assert [sent for _, sent in received.messages] == [1, 2, 3, 4, 5]
     assert {payload for payload, _ in received.messages} == {b"payload"}
     assert received.stamps == [(n + 1000, n - 5, -1) for n in range(1, 6)]  # no segment: -1
-    assert consumer.foreign_events == 1
+    assert consumer.foreign.count == 1
 
 
 def test_without_the_stamp_events_arrive_with_no_send_time_id_or_intended_time(consumers):

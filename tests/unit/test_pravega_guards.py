@@ -15,10 +15,9 @@ import time
 
 import pytest
 
-from drivers.pravega import control
+from drivers.pravega import Driver, control
 from drivers.pravega.client import open_manager
 from drivers.pravega.control import ControlProcess
-from drivers.pravega.driver import Driver
 from drivers.pravega.guard import client_call
 from loadgen.driver import TopicSpec
 from loadgen.errors import BrokerUnreachable, DriverError

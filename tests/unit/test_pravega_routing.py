@@ -131,12 +131,6 @@ def test_send_time_id_and_intended_time_are_a_24_byte_prefix_that_round_trips(
     assert read_stamped(wire) == (payload, SENT_NS, message_id, intended_ns)
 
 
-def test_an_older_loadgens_8_byte_send_time_is_read_without_id_or_intended_time():
-    payload = b"written by an older loadgen"
-    wire = (SENT_NS.to_bytes(8, "big") + payload).decode("latin-1").encode("utf-8")
-    assert read_stamped(wire) == (payload, SENT_NS, NO_MESSAGE_ID, NO_SEND_TIME_NS)
-
-
 def test_bytes_from_0x80_up_travel_as_two_and_the_rest_as_one():
     payload = os.urandom(512) + bytes(512)  # a randomBytesRatio 0.5 payload
     wire = unstamped(0, 0, 0, payload).encode("utf-8")
@@ -159,7 +153,8 @@ def test_without_the_stamp_the_payload_comes_back_with_no_send_time_id_or_intend
     [
         b"\xff\xfe\x00\x01" * 4,  # not UTF-8
         "\u20ac".encode() * 4,  # UTF-8, but not of Latin-1 text
-        b"short",  # shorter than an older loadgen's 8-byte send time
+        b"short",  # shorter than the prefix
+        (SENT_NS.to_bytes(8, "big") + bytes(24)).decode("latin-1").encode("utf-8"),  # no flag
         (bytes([0x98]) + bytes(22)).decode("latin-1").encode("utf-8"),  # flagged, 23 bytes
     ],
 )

@@ -55,13 +55,21 @@ def test_amqp_url_is_the_rabbitmq_uri_as_given():
     )
 
 
-@pytest.mark.parametrize("url", ["http://h:1", "kafka://", "127.0.0.1:9092", ""])
+@pytest.mark.parametrize("url", ["http://h:1", "127.0.0.1:9092", ""])
 def test_anything_but_a_broker_url_is_bad_input_listing_the_schemes(url):
     with pytest.raises(ConfigError) as caught:
         driver_for_url(url)
     assert caught.value.exit_code == 2
     assert "kafka://host:port" in str(caught.value)
     assert "amqp://host:port" in str(caught.value)
+
+
+@pytest.mark.parametrize("url", ["kafka://", "amqps://", "pulsar://", "tls://"])
+def test_a_broker_url_without_an_address_is_bad_input_showing_its_form(url):
+    with pytest.raises(ConfigError, match="not a broker URL") as caught:
+        driver_for_url(url)
+    assert caught.value.exit_code == 2
+    assert f"{url}host:port" in str(caught.value)
 
 
 def test_a_driver_file_of_another_broker_is_bad_input(tmp_path):

@@ -5,9 +5,8 @@
 * Send time, message id and intended send time: one header ``lg-stamp``, 24 bytes, three
   big-endian signed int64 (the producer's wall clock at send in epoch ns, the engine's message
   id, the intended send time in epoch ns): one header is cheaper than three for librdkafka and
-  for Python. A message with only an older loadgen's ``lg-send-ns`` header (8-byte send time)
-  reaches ``on_message`` with :data:`~loadgen.driver.NO_MESSAGE_ID`; messages with neither are
-  not loadgen's and are skipped (counted, logged once). The partition is ``message.partition()``.
+  for Python. Messages without a well-formed ``lg-stamp`` header first are not loadgen's and
+  are skipped (counted, logged once). The partition is ``message.partition()``.
 * The engine's ``on_done(error, *ignored)`` goes to librdkafka as ``on_delivery`` unchanged: no
   wrapper per message. Delivery reports run inside ``poll()``/``flush()``, on the producer
   loop's thread.
@@ -40,8 +39,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from drivers.kafka import Driver
 from drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, OnDone, OnMessage, TopicSpec
+from loadgen.driver import STAMP, ForeignMessages, OnDone, OnMessage, TopicSpec
 from loadgen.errors import BrokerUnreachable, DriverError
 from loadgen.log_repeats import RepeatFilter
 from loadgen.spec import parse_model
@@ -55,8 +55,6 @@ client_log.addFilter(RepeatFilter())
 
 STAMP_HEADER = "lg-stamp"
 """Carries :data:`loadgen.driver.STAMP`, 24 bytes."""
-OLD_TIMESTAMP_HEADER = "lg-send-ns"
-"""An older loadgen's header: the send time alone, 8-byte big-endian epoch ns."""
 CREATE_BATCH = 500
 ADMIN_TIMEOUT_S = 30.0
 SLICE_S = 0.5
@@ -87,12 +85,14 @@ pack_stamp = STAMP.pack
 unpack_stamp = STAMP.unpack
 
 
-def _older_stamp(headers: list[tuple[str, bytes]] | None) -> tuple[int, int, int]:
-    """An older loadgen's send time, with no id or intended time; ``ValueError`` if none."""
-    for name, value in headers or ():
-        if name == OLD_TIMESTAMP_HEADER and len(value) == 8:
-            return int.from_bytes(value, "big"), NO_MESSAGE_ID, NO_SEND_TIME_NS
-    raise ValueError("no loadgen header")
+def _stamp(headers: list[tuple[str, bytes]] | None) -> tuple[int, int, int]:
+    """The stamp in the first header (the only one loadgen sends); ``ValueError`` if none."""
+    if not headers or headers[0][0] != STAMP_HEADER:
+        raise ValueError("no loadgen header")
+    try:
+        return unpack_stamp(headers[0][1])
+    except (struct.error, TypeError) as error:  # TypeError: a null value
+        raise ValueError(f"malformed {STAMP_HEADER} header") from error
 
 
 class KafkaProducer:
@@ -190,7 +190,7 @@ class KafkaConsumer:
         self._paused = False
         self._switches = threading.Condition()
         self._requested = self._applied = 0
-        self.foreign_messages = 0
+        self.foreign = ForeignMessages(log, f"a well-formed {STAMP_HEADER} header")
         self.errors = 0
         self._thread = threading.Thread(
             target=self._run, name=f"kafka-consumer-{topic}", daemon=True
@@ -228,14 +228,10 @@ class KafkaConsumer:
                 if message.error() is not None:
                     self._on_error(message.error())
                     continue
-                headers = message.headers()
                 try:
-                    if headers and headers[0][0] == STAMP_HEADER:
-                        sent_ns, message_id, intended_ns = unpack_stamp(headers[0][1])
-                    else:
-                        sent_ns, message_id, intended_ns = _older_stamp(headers)
-                except (struct.error, TypeError, ValueError):  # TypeError: a null value
-                    self._on_foreign()
+                    sent_ns, message_id, intended_ns = _stamp(message.headers())
+                except ValueError:
+                    self.foreign()
                     continue
                 on_message(message.value(), sent_ns, message_id, intended_ns, message.partition())
                 delivered = True
@@ -257,15 +253,6 @@ class KafkaConsumer:
         self.errors += 1
         if self.errors in (1, 10, 100, 1000):
             log.warning("consumer error #%d: %s", self.errors, error)
-
-    def _on_foreign(self) -> None:
-        self.foreign_messages += 1
-        if self.foreign_messages == 1:
-            log.warning(
-                "skipping messages without a well-formed %s or %s header (not sent by loadgen)",
-                STAMP_HEADER,
-                OLD_TIMESTAMP_HEADER,
-            )
 
     def pause(self) -> None:
         """Returns once the consumer thread has paused its assignment."""
@@ -290,8 +277,8 @@ class KafkaConsumer:
         self._consumer.close()
 
 
-class Driver:
-    """Selected by ``driver: kafka`` or by OMB's Kafka ``driverClass``."""
+class KafkaDriver(Driver):
+    """What ``Driver.from_config`` returns: the driver at work."""
 
     def __init__(self, spec: DriverSpec, config: KafkaConfig) -> None:
         self.spec = spec
@@ -328,12 +315,8 @@ class Driver:
         return config
 
     @classmethod
-    def from_config(cls, spec: DriverSpec) -> Driver:
+    def from_config(cls, spec: DriverSpec) -> KafkaDriver:
         return cls(spec, cls.validate_config(spec))
-
-    @property
-    def topic_name_prefix(self) -> str:
-        return "test-topic"
 
     def _admin_client(self) -> AdminClient:
         if self._admin is None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loadgen.driver import NO_MESSAGE_ID, OnDone, OnMessage, TopicSpec
+from loadgen.driver import NO_MESSAGE_ID, BaseDriver, OnDone, OnMessage, TopicSpec
 from loadgen.errors import DriverError
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
@@ -207,18 +207,15 @@ class MemoryConsumer:
                 self._subscription.consumers.remove(self)
 
 
-class Driver:
+class Driver(BaseDriver):
     """The memory driver (``driver: memory``); the broker lives as long as this object."""
 
-    process_local = True
-    """Each process has a broker of its own: a run over several processes must keep every
-    topic's producers and consumers in one of them."""
-
+    process_local = True  # each process has a broker of its own
     url_schemes = ("memory",)
-    """``loadgen run memory://`` (the plug-in hook of :mod:`loadgen.urls`): no address to set."""
 
     @classmethod
     def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """``loadgen run memory://``: there is no address to set."""
         return dict(config)
 
     def __init__(self, spec: DriverSpec, config: MemoryConfig) -> None:
@@ -235,10 +232,6 @@ class Driver:
     @classmethod
     def from_config(cls, spec: DriverSpec) -> Driver:
         return cls(spec, cls.validate_config(spec))
-
-    @property
-    def topic_name_prefix(self) -> str:
-        return "test-topic"
 
     def check_reachable(self, timeout_s: float) -> None:
         """In-process: always reachable."""

@@ -1,5 +1,36 @@
-"""Pravega driver (the ``pravega`` client); see ``drivers.pravega.driver`` for its semantics."""
+"""Pravega driver (the ``pravega`` client); see ``drivers.pravega.driver`` for its semantics.
 
-from drivers.pravega.driver import Driver
+The entry point's class: what the engine knows about Pravega without connecting. It imports no
+client (pravega is imported by :meth:`Driver.implementation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from loadgen.driver import BaseDriver, require_address
+
+
+class Driver(BaseDriver):
+    """Selected by ``driver: pravega`` or by OMB's Pravega ``driverClass``."""
+
+    display_name = "Pravega"
+    url_schemes = ("tcp", "tls")
+    omb_driver_classes = ("io.openmessaging.benchmark.driver.pravega.PravegaBenchmarkDriver",)
+    client_distributions = ("pravega",)
+
+    @classmethod
+    def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The URL is the controller URI."""
+        require_address(url)
+        return {**config, "client": {**config.get("client", {}), "controllerURI": url}}
+
+    @classmethod
+    def implementation(cls) -> type[BaseDriver]:
+        from drivers.pravega.driver import PravegaDriver  # imports pravega
+
+        return PravegaDriver
+
 
 __all__ = ["Driver"]

@@ -26,7 +26,7 @@ from typing import Any
 
 from drivers.pravega.events import NO_PARTITION, read_stamped, read_unstamped
 from drivers.pravega.guard import describe
-from loadgen.driver import OnMessage
+from loadgen.driver import ForeignMessages, OnMessage
 
 log = logging.getLogger("loadgen.pravega")
 
@@ -51,7 +51,7 @@ class ReaderConsumer:
         self._stop = False
         self._paused = False
         self._idle = threading.Event()
-        self.foreign_events = 0
+        self.foreign = ForeignMessages(log, "loadgen's event format")
         self.errors = 0
         self._thread = threading.Thread(target=self._run, name="pravega-reader", daemon=True)
         self._thread.start()
@@ -100,7 +100,7 @@ class ReaderConsumer:
             try:
                 payload, sent_ns, message_id, intended_ns = read_event(event.data())
             except ValueError:
-                self._on_foreign()
+                self.foreign()
             else:
                 try:
                     on_message(payload, sent_ns, message_id, intended_ns, NO_PARTITION)
@@ -109,11 +109,6 @@ class ReaderConsumer:
             if self._paused or self._stop:
                 return False
         return True
-
-    def _on_foreign(self) -> None:
-        self.foreign_events += 1
-        if self.foreign_events == 1:
-            log.warning("skipping events not written by loadgen (not in its event format)")
 
     def _on_error(self, error: Exception) -> None:
         self.errors += 1

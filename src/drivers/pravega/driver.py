@@ -25,7 +25,7 @@ import uuid
 from functools import partial
 from typing import Any
 
-from drivers.pravega import control
+from drivers.pravega import Driver, control
 from drivers.pravega.client import StreamManager, open_manager
 from drivers.pravega.config import PravegaConfig, warn_caveats
 from drivers.pravega.consumer import ReaderConsumer
@@ -42,8 +42,8 @@ from loadgen.spec.driver_spec import DriverSpec
 log = logging.getLogger("loadgen.pravega")
 
 
-class Driver:
-    """Selected by ``driver: pravega`` or by OMB's Pravega ``driverClass``."""
+class PravegaDriver(Driver):
+    """What ``Driver.from_config`` returns: the driver at work."""
 
     def __init__(self, spec: DriverSpec, config: PravegaConfig) -> None:
         self.spec = spec
@@ -65,7 +65,7 @@ class Driver:
         return parse_model(PravegaConfig, dict(spec.config), file=spec.source, lenient=spec.lenient)
 
     @classmethod
-    def from_config(cls, spec: DriverSpec) -> Driver:
+    def from_config(cls, spec: DriverSpec) -> PravegaDriver:
         config = cls.validate_config(spec)
         warn_caveats(config, spec.source)
         return cls(spec, config)

@@ -3,10 +3,8 @@
 * With ``includeTimestampInEvent`` an event is a 24-byte prefix followed by the payload: three
   big-endian 8-byte integers, the send time (epoch **ns**, loadgen's unit; OMB writes epoch ms)
   with its top bit set, then the signed message id, then the signed intended send time (epoch
-  ns). The top bit tells this layout from an older loadgen's, an 8-byte send time (top bit clear
-  until the year 2262) followed by the payload, which is still read: with
-  :data:`~loadgen.driver.NO_MESSAGE_ID` and no intended time. Without the option, an event is
-  the payload alone and is read with no send time, id or intended time.
+  ns). An event without the top bit, or shorter than the prefix, is not loadgen's. Without the
+  option, an event is the payload alone and is read with no send time, id or intended time.
 * The client's only non-blocking write (``write_event_async``) takes ``str``, not bytes, and
   sends its UTF-8. So an event's bytes travel as the UTF-8 of their Latin-1 reading: bytes
   below 0x80 as themselves, every other byte as two. That round-trips exactly (the consumer
@@ -29,8 +27,7 @@ from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS
 STAMP = struct.Struct(">Qqq")
 """The prefix: flagged send time, message id, intended send time."""
 STAMP_FLAG = 1 << 63
-"""Set in the send time of the 24-byte prefix; clear in an older loadgen's 8-byte one."""
-OLD_TIMESTAMP_BYTES = 8
+"""Set in the send time of the prefix: a payload's first byte alone tells it is not stamped."""
 NO_TIMESTAMP = NO_SEND_TIME_NS
 """Passed as the send time of an unstamped event, so no end-to-end latency is recorded for it
 (OMB passes Long.MAX_VALUE for the same reason)."""
@@ -62,17 +59,12 @@ def routing_key(key: bytes | None) -> str | None:
 
 
 def read_stamped(wire: bytes) -> Read:
-    """A stamped event as read, in either layout; ``ValueError`` if not loadgen's."""
+    """A stamped event as read; ``ValueError`` if not loadgen's."""
     event = _written_bytes(wire)
-    if event and event[0] & 0x80:
-        if len(event) < STAMP.size:
-            raise ValueError(f"a {len(event)}-byte event has no {STAMP.size}-byte prefix")
-        flagged_ns, message_id, intended_ns = unpack_stamp(event)
-        return event[STAMP.size :], flagged_ns ^ STAMP_FLAG, message_id, intended_ns
-    if len(event) < OLD_TIMESTAMP_BYTES:
-        raise ValueError(f"a {len(event)}-byte event has no {OLD_TIMESTAMP_BYTES}-byte send time")
-    sent_ns = int.from_bytes(event[:OLD_TIMESTAMP_BYTES], "big")
-    return event[OLD_TIMESTAMP_BYTES:], sent_ns, NO_MESSAGE_ID, NO_TIMESTAMP
+    if len(event) < STAMP.size or not event[0] & 0x80:
+        raise ValueError(f"a {len(event)}-byte event without loadgen's {STAMP.size}-byte prefix")
+    flagged_ns, message_id, intended_ns = unpack_stamp(event)
+    return event[STAMP.size :], flagged_ns ^ STAMP_FLAG, message_id, intended_ns
 
 
 def read_unstamped(wire: bytes) -> Read:

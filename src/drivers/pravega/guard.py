@@ -1,12 +1,11 @@
 """Failing fast and clearly in front of a client that blocks with the GIL held.
 
-Measured with ``pravega`` 0.3.8 and no server (none can run here): with nothing listening every
-blocking call takes ~61 s (the client's retry budget) before it raises; ``create_reader_group``
-then raises ``pyo3_runtime.PanicException``, a ``BaseException``; against a port that accepts
-and never answers, ``create_scope`` and ``list_scope`` were still blocked after 5 minutes. The
-binding never releases the GIL while it blocks, so no other Python thread runs meanwhile: a
-main thread waiting on a daemon thread with a deadline is frozen with it (measured: one 61.2 s
-gap in a 50 ms tick), and Ctrl-C is seen only once the call returns. Hence three guards:
+The ``pravega`` client retries a blocking call for about a minute before it raises, may never
+return from one against a port that accepts and never answers, and fails some with
+``pyo3_runtime.PanicException`` (a ``BaseException``). It holds the GIL all the while, so no
+other Python thread runs: a deadline kept by another thread is frozen with it, and Ctrl-C is
+seen only once the call returns (bench/RESULTS.md, "Pravega client: blocking calls without a
+server"). Hence three guards:
 
 * :func:`probe_tcp` before every entry point: a 1-s TCP connect to the controller, so a closed
   port is :class:`~loadgen.errors.BrokerUnreachable` in milliseconds, naming the URI;

@@ -1,5 +1,36 @@
-"""Pulsar driver (pulsar-client); see ``drivers.pulsar.driver`` for its semantics."""
+"""Pulsar driver (pulsar-client); see ``drivers.pulsar.driver`` for its semantics.
 
-from drivers.pulsar.driver import Driver
+The entry point's class: what the engine knows about Pulsar without connecting. It imports no
+client (pulsar-client is imported by :meth:`Driver.implementation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from loadgen.driver import BaseDriver, require_address
+
+
+class Driver(BaseDriver):
+    """Selected by ``driver: pulsar`` or by OMB's Pulsar ``driverClass``."""
+
+    display_name = "Pulsar"
+    url_schemes = ("pulsar", "pulsar+ssl")
+    omb_driver_classes = ("io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver",)
+    client_distributions = ("pulsar-client",)
+
+    @classmethod
+    def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The URL is the service URL (``pulsar+ssl://``: trust settings from ``client``)."""
+        require_address(url)
+        return {**config, "client": {**config.get("client", {}), "serviceUrl": url}}
+
+    @classmethod
+    def implementation(cls) -> type[BaseDriver]:
+        from drivers.pulsar.driver import PulsarDriver  # imports pulsar-client
+
+        return PulsarDriver
+
 
 __all__ = ["Driver"]

@@ -10,8 +10,7 @@ listener: the receiver queues fill and the broker stops dispatching (OMB blocks 
 thread instead).
 
 The send time, message id and intended time come from the payload's prefix or the ``lg-stamp``
-property (:mod:`.stamp`); a message with only an older loadgen's ``lg-send-ns`` property gets
-:data:`~loadgen.driver.NO_MESSAGE_ID`, one with none of them is skipped (counted, logged once). The
+property (:mod:`.stamp`); a message with neither is skipped (counted, logged once). The
 partition index is read from the suffix of the partition's topic name (``…-partition-3``),
 parsed once per partition and cached; a non-partitioned topic is its own only partition, 0.
 """
@@ -23,8 +22,8 @@ import logging
 from collections.abc import Callable
 
 from drivers.pulsar.client import pulsar
-from drivers.pulsar.stamp import OLD_TIMESTAMP_PROPERTY, STAMP_PROPERTY, read_stamp
-from loadgen.driver import OnMessage
+from drivers.pulsar.stamp import STAMP_PROPERTY, read_stamp
+from loadgen.driver import ForeignMessages, OnMessage
 
 log = logging.getLogger("loadgen.pulsar")
 
@@ -54,7 +53,9 @@ class PulsarConsumer:
         self._ack: Acknowledge = (
             pulsar.Consumer.acknowledge_cumulative if cumulative else pulsar.Consumer.acknowledge
         )
-        self.foreign_messages = 0
+        self.foreign = ForeignMessages(
+            log, f"loadgen's payload prefix or a well-formed {STAMP_PROPERTY} property"
+        )
         self.errors = 0
         self._partitions: dict[str, int] = {}
         self._consumer = client.subscribe(
@@ -68,7 +69,7 @@ class PulsarConsumer:
             try:
                 sent_ns, message_id, intended_ns = read_stamp(data, message.properties)
             except ValueError:  # binascii.Error is a ValueError
-                self._on_foreign()
+                self.foreign()
             else:
                 topic = message.topic_name()
                 partition = self._partitions.get(topic)
@@ -78,16 +79,6 @@ class PulsarConsumer:
             self._ack(consumer, message)
         except Exception as error:
             self._on_error(error)
-
-    def _on_foreign(self) -> None:
-        self.foreign_messages += 1
-        if self.foreign_messages == 1:
-            log.warning(
-                "skipping messages without loadgen's payload prefix or a well-formed %s or %s "
-                "property (not sent by loadgen)",
-                STAMP_PROPERTY,
-                OLD_TIMESTAMP_PROPERTY,
-            )
 
     def _on_error(self, error: Exception) -> None:
         self.errors += 1

@@ -10,10 +10,10 @@
   answering, e.g. pulsar-lite) topics are auto-created by the broker with *its* partition
   count, which the log reports next to the one asked for, and they stay on the broker.
 * Send time, message id and intended send time: one message property ``lg-stamp``, three
-  big-endian int64 in base64 (:mod:`.producer`); messages with only an older
-  loadgen's ``lg-send-ns`` arrive with no id, messages with neither are skipped (counted, logged
-  once). The partition index comes from the partition topic's name, 0 on a non-partitioned topic
-  (:mod:`.consumer`). Publish latency is timed from the ``send_async`` callback.
+  big-endian int64 in base64 (:mod:`.producer`); messages without it are skipped (counted,
+  logged once). The partition index comes from the partition topic's name, 0 on a
+  non-partitioned topic (:mod:`.consumer`). Publish latency is timed from the ``send_async``
+  callback.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import logging
 import secrets
 import string
 
+from drivers.pulsar import Driver
 from drivers.pulsar.admin import Admin
 from drivers.pulsar.client import (
     client_kwargs,
@@ -49,8 +50,8 @@ def _rand7() -> str:
     return "".join(secrets.choice(NAMESPACE_ALPHABET) for _ in range(7))
 
 
-class Driver:
-    """Selected by ``driver: pulsar`` or by OMB's Pulsar ``driverClass``."""
+class PulsarDriver(Driver):
+    """What ``Driver.from_config`` returns: the driver at work."""
 
     def __init__(self, spec: DriverSpec, config: PulsarConfig) -> None:
         self.spec = spec
@@ -73,7 +74,7 @@ class Driver:
         return config
 
     @classmethod
-    def from_config(cls, spec: DriverSpec) -> Driver:
+    def from_config(cls, spec: DriverSpec) -> PulsarDriver:
         config = cls.validate_config(spec)
         warn_unexpressible(config, spec.source)
         return cls(spec, config)

@@ -14,9 +14,6 @@ with the prefix 1.6 µs; the whole client, I/O thread included, ~11 % less CPU p
 (bench/RESULTS.md, ``bench/pulsar_stamp_carriers.py``). What the prefix costs: loadgen
 overwrites the first 32 bytes of the payload it was given, which matters to anyone who reads
 the messages with their own tools.
-
-Messages of an older loadgen carry the ``lg-stamp`` property whatever their size, or only
-``lg-send-ns`` (the send time in decimal, no id or intended time); both are still read.
 """
 
 from __future__ import annotations
@@ -25,13 +22,12 @@ import binascii
 import struct
 from collections.abc import Callable
 
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP
+from loadgen.driver import STAMP
 
 PREFIX_MARK = b"lg-stamp"
 PREFIXED = struct.Struct(">8s" + STAMP.format.lstrip(">"))
 """The 32-byte prefix: :data:`PREFIX_MARK`, then the send time, id and intended time."""
 STAMP_PROPERTY = "lg-stamp"
-OLD_TIMESTAMP_PROPERTY = "lg-send-ns"
 Stamp = tuple[int, int, int]
 """``(send time ns, message id, intended ns)``."""
 unpack_prefixed = PREFIXED.unpack_from
@@ -47,14 +43,10 @@ def read_stamp(data: bytes, properties_of: Callable[[], dict[str, str]]) -> Stam
     if data.startswith(PREFIX_MARK) and len(data) >= PREFIXED.size:
         _, sent_ns, message_id, intended_ns = unpack_prefixed(data)
         return sent_ns, message_id, intended_ns
-    properties = properties_of()
-    stamp = properties.get(STAMP_PROPERTY)
-    if stamp is not None:
-        try:
-            return unpack_stamp(a2b_base64(stamp))
-        except struct.error as error:
-            raise ValueError(f"malformed {STAMP_PROPERTY} property: {error}") from None
-    sent_ns = properties.get(OLD_TIMESTAMP_PROPERTY)
-    if sent_ns is None:
+    stamp = properties_of().get(STAMP_PROPERTY)
+    if stamp is None:
         raise ValueError("no loadgen stamp")
-    return int(sent_ns), NO_MESSAGE_ID, NO_SEND_TIME_NS
+    try:
+        return unpack_stamp(a2b_base64(stamp))
+    except struct.error as error:
+        raise ValueError(f"malformed {STAMP_PROPERTY} property: {error}") from None

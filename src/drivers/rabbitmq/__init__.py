@@ -1,5 +1,37 @@
-"""RabbitMQ driver (pika): routing keys as partitions, confirms, prefetch, quorum queues."""
+"""RabbitMQ driver (pika): routing keys as partitions, confirms, prefetch, quorum queues.
 
-from drivers.rabbitmq.driver import Driver
+The entry point's class: what the engine knows about RabbitMQ without connecting. It imports
+no client (pika is imported by :meth:`Driver.implementation`); see ``drivers.rabbitmq.driver``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from loadgen.driver import BaseDriver, require_address
+
+
+class Driver(BaseDriver):
+    """Selected by ``driver: rabbitmq`` or by OMB's RabbitMQ ``driverClass``."""
+
+    display_name = "RabbitMQ"
+    url_schemes = ("amqp", "amqps")
+    omb_driver_classes = ("io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver",)
+    client_distributions = ("pika",)
+
+    @classmethod
+    def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The URL is the one AMQP URI (``amqps://``: its CA from the query or the ``tls``
+        block)."""
+        require_address(url)
+        return {**config, "amqpUris": [url]}
+
+    @classmethod
+    def implementation(cls) -> type[BaseDriver]:
+        from drivers.rabbitmq.driver import RabbitMqDriver  # imports pika
+
+        return RabbitMqDriver
+
 
 __all__ = ["Driver"]

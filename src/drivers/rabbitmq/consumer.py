@@ -9,8 +9,8 @@ so a paused consumer takes nothing in (OMB blocks the client's thread instead).
 
 Each queue's deliveries go to a callback bound once to its partition index (queue k holds
 routing key k), which ``on_message`` gets with the send time, message id and intended time of
-the ``lg-stamp`` header. A message with only an older loadgen's ``lg-send-ns`` header (a long)
-gets :data:`~loadgen.driver.NO_MESSAGE_ID`; one with neither is skipped (counted, logged once).
+the ``lg-stamp`` header; a message without a well-formed one is skipped (counted, logged
+once).
 
 When the connection drops and is reopened (:mod:`drivers.rabbitmq.connection`), the consumer
 sets up its new channel as it did the first (prefetch, queues, consumptions, unless paused);
@@ -29,7 +29,7 @@ import pika
 
 from drivers.rabbitmq.connection import LoopThread, SharedConnection
 from drivers.rabbitmq.producer import STAMP_HEADER
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, OnMessage
+from loadgen.driver import STAMP, ForeignMessages, OnMessage
 from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.rabbitmq")
@@ -37,18 +37,8 @@ log = logging.getLogger("loadgen.rabbitmq")
 READY_TIMEOUT_S = 15.0
 SWITCH_TIMEOUT_S = 5.0
 ACK_TICK_S = 0.05
-OLD_TIMESTAMP_HEADER = "lg-send-ns"
-"""An older loadgen's header: the send time alone, epoch ns as a long."""
 
 unpack_stamp = STAMP.unpack
-
-
-def older_stamp(headers: dict | None) -> tuple[int, int, int]:
-    """An older loadgen's send time, with no id or intended time; ``ValueError`` if none."""
-    sent_ns = headers.get(OLD_TIMESTAMP_HEADER) if headers else None
-    if not isinstance(sent_ns, int):
-        raise ValueError("no loadgen header")
-    return sent_ns, NO_MESSAGE_ID, NO_SEND_TIME_NS
 
 
 class RabbitConsumer:
@@ -84,7 +74,7 @@ class RabbitConsumer:
         self._ticking = False
         self._ready: Callable[[], None] | None = None
         self.failure: DriverError | None = None
-        self.foreign_messages = 0
+        self.foreign = ForeignMessages(log, f"a well-formed {STAMP_HEADER} header")
         ready = loop_thread.call_and_wait(self._start, READY_TIMEOUT_S)
         if self.failure is None and not ready:
             self.failure = DriverError(
@@ -167,15 +157,10 @@ class RabbitConsumer:
 
     # -- delivery --------------------------------------------------------------------------------
     def _on_delivery(self, partition: int, channel, method, properties, body: bytes) -> None:
-        headers = properties.headers
         try:
-            stamp = headers.get(STAMP_HEADER) if headers else None
-            if stamp is None:
-                sent_ns, message_id, intended_ns = older_stamp(headers)
-            else:
-                sent_ns, message_id, intended_ns = unpack_stamp(stamp)
-        except (struct.error, TypeError, ValueError):
-            self._on_foreign()
+            sent_ns, message_id, intended_ns = unpack_stamp(properties.headers[STAMP_HEADER])
+        except (KeyError, TypeError, struct.error):  # TypeError: no headers, or not bytes
+            self.foreign()
         else:
             self._on_message(body, sent_ns, message_id, intended_ns, partition)
         if not self._auto_ack:
@@ -194,15 +179,6 @@ class RabbitConsumer:
         self._ack_pending()
         if not self._closing:
             self._loop.call_later(ACK_TICK_S, self._ack_tick)
-
-    def _on_foreign(self) -> None:
-        self.foreign_messages += 1
-        if self.foreign_messages == 1:
-            log.warning(
-                "skipping messages without a well-formed %s or %s header (not sent by loadgen)",
-                STAMP_HEADER,
-                OLD_TIMESTAMP_HEADER,
-            )
 
     # -- failures ----------------------------------------------------------------------------------
     def _on_lost(self, failure: DriverError) -> None:

@@ -28,6 +28,7 @@ from zlib import crc32
 import pika
 from pika.exceptions import AMQPError, ChannelClosed, ProbableAuthenticationError
 
+from drivers.rabbitmq import Driver
 from drivers.rabbitmq.config import (
     RabbitMqConfig,
     check_uris,
@@ -51,6 +52,14 @@ CONNECT_TIMEOUT_S = 15.0
 CLOSE_TIMEOUT_S = 5.0
 
 
+def quiet_pika() -> None:
+    """pika logs every connection step at INFO and every failed attempt at ERROR with a
+    traceback; this driver reports each failure itself, with the (masked) URI, so pika speaks
+    only when loadgen's own log is at debug level (``-vv``)."""
+    debug = log.isEnabledFor(logging.DEBUG)
+    logging.getLogger("pika").setLevel(logging.NOTSET if debug else logging.CRITICAL)
+
+
 @dataclass
 class CreationPacing:
     """OMB's creation pacing: before every ``batch_size``-th client after the first batch,
@@ -66,8 +75,8 @@ class CreationPacing:
         self.started += 1
 
 
-class Driver:
-    """Selected by ``driver: rabbitmq`` or by OMB's RabbitMQ ``driverClass``."""
+class RabbitMqDriver(Driver):
+    """What ``Driver.from_config`` returns: the driver at work."""
 
     def __init__(self, spec: DriverSpec, config: RabbitMqConfig) -> None:
         self.spec = spec
@@ -93,7 +102,8 @@ class Driver:
         return config
 
     @classmethod
-    def from_config(cls, spec: DriverSpec) -> Driver:
+    def from_config(cls, spec: DriverSpec) -> RabbitMqDriver:
+        quiet_pika()
         return cls(spec, cls.validate_config(spec))
 
     @property

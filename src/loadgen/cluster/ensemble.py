@@ -382,12 +382,12 @@ class Ensemble:
         return self._counter("receivedCatchUpSoFar")
 
     def progress(self) -> Progress:
-        """One request per worker; a worker of an older protocol reports no errors."""
+        """One request per worker for all three counters."""
         answers = [answer for _, answer in self._counters()]
         return Progress(
             sum(answer["sentSoFar"] for answer in answers),
             sum(answer["receivedSoFar"] for answer in answers),
-            sum(answer.get("errorsSoFar", 0) for answer in answers),
+            sum(answer["errorsSoFar"] for answer in answers),
         )
 
     @property

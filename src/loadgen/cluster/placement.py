@@ -64,7 +64,7 @@ class Placement:
     """``--workers-wait``: how long each of ``workers`` may take to answer first."""
 
     def rule(self, spec: DriverSpec) -> str:
-        process_local = getattr(load_driver_class(spec), "process_local", False)
+        process_local = load_driver_class(spec).process_local
         if self.split is None:
             return BY_TOPIC if process_local else OMB
         if self.split not in SPLITS:

@@ -15,20 +15,22 @@ from typing import Any
 import loadgen
 from loadgen.cluster.placement import Placement
 from loadgen.cpus import available_cpus
+from loadgen.driver import load_driver_class
 from loadgen.outcome import RunOutcome
 from loadgen.redaction import redact
 from loadgen.request import RunOptions
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 
-CLIENT_DISTRIBUTIONS = ("confluent-kafka", "pika", "pulsar-client", "pravega", "hdrhistogram")
-"""Broker clients (and the histogram library) whose versions explain a result's numbers."""
+ENGINE_DISTRIBUTIONS = ("hdrhistogram",)
+"""Libraries of the engine whose versions explain a result's numbers (besides the driver's)."""
 
 
-def client_versions() -> dict[str, str]:
-    """Installed versions of :data:`CLIENT_DISTRIBUTIONS`; absent ones are left out."""
+def client_versions(spec: DriverSpec) -> dict[str, str]:
+    """Installed versions of the run's driver's ``client_distributions`` and of
+    :data:`ENGINE_DISTRIBUTIONS`; absent ones are left out."""
     found = {}
-    for name in CLIENT_DISTRIBUTIONS:
+    for name in (*load_driver_class(spec).client_distributions, *ENGINE_DISTRIBUTIONS):
         try:
             found[name] = version(name)
         except PackageNotFoundError:
@@ -56,7 +58,7 @@ def configuration(workload: Workload, spec: DriverSpec) -> dict[str, Any]:
     return {
         "loadgenVersion": loadgen.__version__,
         "pythonVersion": platform.python_version(),
-        "clientVersions": client_versions(),
+        "clientVersions": client_versions(spec),
         "host": socket.gethostname(),
         "cpuCount": os.cpu_count(),
         "cpuAffinity": None if (cpus := available_cpus()) is None else sorted(cpus),

@@ -30,7 +30,7 @@ def validate_file(path: str | Path, *, lenient: bool = False) -> str:
     """Check one file as a run would, without connecting to anything.
 
     A workload's payload file (when it uses one) must exist with the right length; a driver
-    file's own section is checked by its driver's ``validate_config`` classmethod, if it has one.
+    file's own section is checked by its driver's ``validate_config`` classmethod.
     Returns ``"workload"`` or ``"driver"``.
     """
     from loadgen.driver import load_driver_class  # loadgen.driver imports this package
@@ -42,7 +42,5 @@ def validate_file(path: str | Path, *, lenient: bool = False) -> str:
             resolve_payload_file(workload, path)
         return "workload"
     spec = spec_from_dict(data, source=str(path), lenient=lenient)
-    validate_config = getattr(load_driver_class(spec), "validate_config", None)
-    if validate_config is not None:
-        validate_config(spec)
+    load_driver_class(spec).validate_config(spec)
     return "driver"

@@ -14,12 +14,6 @@ from loadgen.spec.driver_spec import DriverSpec
 from loadgen.spec.env import expand_env
 from loadgen.spec.loader import load_yaml
 
-OMB_DRIVER_CLASSES = {
-    "io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver": "kafka",
-    "io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver": "pulsar",
-    "io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver": "rabbitmq",
-    "io.openmessaging.benchmark.driver.pravega.PravegaBenchmarkDriver": "pravega",
-}
 SELECTORS = ("driver", "driverClass")
 
 
@@ -45,6 +39,17 @@ def spec_from_dict(
     return DriverSpec(name=name, kind=kind, config=config, source=source, lenient=lenient)
 
 
+def omb_driver_classes() -> dict[str, str]:
+    """OMB ``driverClass`` values mapped to the installed driver that declares them."""
+    from loadgen.driver import driver_classes  # loadgen.driver imports this package
+
+    return {
+        omb_class: kind
+        for kind, driver in driver_classes().items()
+        for omb_class in driver.omb_driver_classes
+    }
+
+
 def _driver_kind(ours: Any, omb_class: Any, source: str | None) -> str:
     """Our ``driver:`` name, or the one OMB's ``driverClass`` maps to; they must agree."""
     if ours is None and omb_class is None:
@@ -60,14 +65,15 @@ def _driver_kind(ours: Any, omb_class: Any, source: str | None) -> str:
         )
     if omb_class is None:
         return ours
-    mapped = OMB_DRIVER_CLASSES.get(omb_class) if isinstance(omb_class, str) else None
+    known = omb_driver_classes()
+    mapped = known.get(omb_class) if isinstance(omb_class, str) else None
     if mapped is None:
         raise ConfigError(
             "unknown OMB driver class",
             file=source,
             path="driverClass",
             value=omb_class,
-            allowed=sorted(OMB_DRIVER_CLASSES),
+            allowed=sorted(known),
         )
     if ours is not None and ours != mapped:
         raise ConfigError(

@@ -175,9 +175,7 @@ def _has_field(driver: tuple[Path, dict[str, Any]], key: str, value: Any) -> boo
 
 
 def _check_driver(spec: DriverSpec) -> None:
-    validate = getattr(load_driver_class(spec), "validate_config", None)
-    if validate is not None:
-        validate(spec)
+    load_driver_class(spec).validate_config(spec)
 
 
 def _yaml(file: Path, plan: str, field: str) -> dict[str, Any]:

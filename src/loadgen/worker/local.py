@@ -15,7 +15,14 @@ import numpy as np
 
 from loadgen import hdr
 from loadgen.accounting import Ledger, message_id_base
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, Consumer, Driver, Producer, TopicSpec
+from loadgen.driver import (
+    NO_MESSAGE_ID,
+    NO_SEND_TIME_NS,
+    BaseDriver,
+    Consumer,
+    Producer,
+    TopicSpec,
+)
 from loadgen.errors import DriverError
 from loadgen.keys import key_source
 from loadgen.payload import PROBE_PAYLOAD
@@ -113,7 +120,7 @@ def _stamped_negatives(latencies: np.ndarray) -> int:
 class LocalWorker:
     """Creates the load on one driver in this process and measures it."""
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: BaseDriver) -> None:
         hdr.prepare_layouts()  # in set-up, not in the first snapshot of the load
         self.driver = driver
         self.topics: list[str] = []
@@ -144,11 +151,9 @@ class LocalWorker:
         return names
 
     def adopt_topics(self, names: list[str], partitions: int) -> None:
-        """Use topics another worker created: the driver learns what it needs of them (a
-        driver without ``adopt_topics`` needs nothing) and never deletes them."""
-        adopt = getattr(self.driver, "adopt_topics", None)
-        if adopt is not None:
-            adopt([TopicSpec(name, partitions) for name in names])
+        """Use topics another worker created: the driver learns what it needs of them and never
+        deletes them."""
+        self.driver.adopt_topics([TopicSpec(name, partitions) for name in names])
         self.topics = names
         self._owns_topics = False
 
@@ -389,7 +394,7 @@ class LocalWorker:
         if self._owns_topics:
             delete = self.driver.delete_topics
         else:
-            delete = getattr(self.driver, "delete_subscriptions", lambda names: None)
+            delete = self.driver.delete_subscriptions
         try:
             delete(self.topics)
         except Exception as error:

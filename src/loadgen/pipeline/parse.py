@@ -66,7 +66,8 @@ def _type_problem(record: dict[str, Any]) -> str | None:
         if not isinstance(value, _PYTHON_TYPES[kind]) or (
             kind != "BOOLEAN" and isinstance(value, bool)
         ):
-            return f"field {name!r} should be {kind}, got {type(value).__name__} {value!r:.80}"
+            got = f"{type(value).__name__} {value!r:.80}"
+            return f"JSON of the wrong shape: field {name!r} should be {kind}, got {got}"
         bits = _INT_BITS.get(kind)
         if bits and isinstance(value, int) and not -(2**bits) <= value < 2**bits:
             return f"field {name!r} is out of range for {kind}: {value}"
@@ -93,7 +94,8 @@ def parse_line(path: str, line: bytes) -> dict[str, Any]:
     except (ValueError, RecursionError) as error:
         return _problem_row(path, f"not JSON: {error}", line)
     if not isinstance(record, dict):
-        return _problem_row(path, f"JSON of the wrong shape: {type(record).__name__}", line)
+        shape = f"a {type(record).__name__}, not an object"
+        return _problem_row(path, f"JSON of the wrong shape: {shape}", line)
     reason = _type_problem(record)
     if reason is not None:
         return _problem_row(path, reason, line)

@@ -34,6 +34,9 @@ log = logging.getLogger("loadgen.pipeline")
 DEFAULT_MASTER = "local[*]"
 LOG_CONFIG = Path(__file__).resolve().with_name("log4j2.properties")
 """Spark's own log at ERROR: its startup chatter would bury the job's lines."""
+LEAN_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:CICompilerCount=1"]
+"""The driver JVM with the quick JIT only and one GC thread: its micro-batches are small, and
+the C2 compiler and parallel GC threads were most of its CPU next to a run (bench/RESULTS.md)."""
 SETTINGS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -42,7 +45,9 @@ SETTINGS = {
     # above 32 paths Spark lists files with a distributed job; ~1 s instead of ~19 s per batch
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
     "spark.sql.session.timeZone": "UTC",
-    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
+    "spark.driver.extraJavaOptions": " ".join(
+        [f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}", *LEAN_JVM]
+    ),
 }
 LOOPBACK = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
 

@@ -20,10 +20,11 @@ import pyarrow.dataset as ds
 import pytest
 
 from loadgen import hdr
-from loadgen.errors import LoadgenError
+from loadgen.errors import ConfigError, LoadgenError
 from loadgen.pipeline.ingest import IngestSettings, start_query
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
 from loadgen.pipeline.parse import MAX_LINE_BYTES
+from loadgen.pipeline.query import register_tables, run_sql
 from loadgen.pipeline.sink import BatchWriter
 from loadgen.pipeline.tables import QUARANTINED
 from loadgen.stats import METRICS, IntervalStats
@@ -216,3 +217,20 @@ def test_quarantined_files_are_copied_aside_with_their_reasons(steps):
     assert "not UTF-8" in copies["zz-invalid-utf8.json.reason"].read_text()
     vanished = next(folder.rglob("zz-vanished.json.reason")).read_text()
     assert "not copied" in vanished and "gone before it could be read" in vanished
+
+
+def test_plain_pyspark_and_pyarrow_read_the_same_percentiles(steps, pipeline_spark):
+    out = steps["again"].out
+    columns = ["run_id", "metric", "seq", "p50", "p99", "p999", "max", "hist"]
+    frame = pipeline_spark.read.parquet(str(out / "intervals")).select(*columns)
+    from_spark = sorted(tuple(row) for row in frame.collect())
+    from_arrow = sorted(tuple(row[c] for c in columns) for row in read(out, "intervals"))
+    assert from_spark == from_arrow
+    assert len(from_spark) == len(KINDS) * len(METRICS)
+
+
+def test_sql_spark_rejects_is_a_config_error_with_sparks_message(steps, pipeline_spark):
+    """What `loadgen pipeline query` turns into exit 2 (ConfigError) with Spark's own words."""
+    register_tables(pipeline_spark, steps["again"].out)
+    with pytest.raises(ConfigError, match=r"Spark rejected the query.*near 'SELEC'"):
+        run_sql(pipeline_spark, "SELEC nothing FROM runs")

@@ -28,6 +28,7 @@ from loadgen.pipeline.query import register_tables, run_sql
 from loadgen.pipeline.sink import BatchWriter
 from loadgen.pipeline.tables import QUARANTINED
 from loadgen.stats import METRICS, IntervalStats
+from loadgen.testing.require import unavailable
 
 pytestmark = pytest.mark.e2e
 
@@ -180,7 +181,10 @@ def pipeline_spark():
     """One embedded Spark for the module (a start costs ~10 s)."""
     from loadgen.pipeline.spark import start_session
 
-    spark = start_session("local[2]", "loadgen poison tests")
+    try:
+        spark = start_session("local[2]", "loadgen poison tests")
+    except LoadgenError as error:  # no Java, no pyspark
+        unavailable(f"no embedded Spark here: {error}")
     yield spark
     spark.stop()
 

@@ -1,15 +1,22 @@
 """What the live Spark ingest costs next to a run, and how far behind the run its tables are.
 
 Usage: python bench/pipeline_cost.py [--triggers 1 5] [--rounds 2] [--seconds 60]
+       [--code NAME=SRC ...] [--standalone]
 
 Per round and trigger: starts ``loadgen pipeline ingest LANDING --out TABLES --trigger T``
-(embedded local[*]), waits until it watches, then runs ``loadgen run`` on the in-process memory
+(embedded local[*], or with ``--standalone`` on a master and one worker started from pyspark's
+``spark-class`` on 127.0.0.1 — then the cluster's JVMs and executors count as the ingest's CPU
+too), waits until it watches, then runs ``loadgen run`` on the in-process memory
 broker (10k msg/s of 1 KiB, 1-s stats intervals, ``--pipeline LANDING``) for ``--seconds``.
 Reports, over the run's wall time: CPU cores used by the ingest's whole process tree (driver
 Python, JVM, Spark's Python workers) and by the run, and the lag of each interval row (merged_at
 minus the interval's end; it includes the one interval the feed holds back). Then the time of an
 after-the-run ``ingest --once`` of the same landing files from a cold start. Both jobs keep
 their landing files (``--keep-landing``) so the second can read them again.
+
+``--code before=/old/checkout/src after=src`` runs the ingest of each named source tree (its
+``PYTHONPATH``) in turn within every round — A/B interleaved, so machine load hits both alike;
+the run itself always uses this checkout.
 """
 
 from __future__ import annotations
@@ -41,14 +48,32 @@ def tree_cpu_seconds(process: psutil.Process) -> float:
     return total
 
 
-def start_ingest(landing: Path, tables: Path, trigger: float) -> subprocess.Popen:
+def cluster_cpu_seconds(pids: list[int]) -> float:
+    """The standalone cluster's JVMs and everything under them (the executors)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            total += tree_cpu_seconds(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
+def code_env(src: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(Path(src).resolve())}
+
+
+def start_ingest(
+    landing: Path, tables: Path, trigger: float, master: str, env: dict[str, str]
+) -> subprocess.Popen:
     live = subprocess.Popen(
         [sys.executable, "-m", "loadgen", "pipeline", "ingest", str(landing), "--out",
-         str(tables), "--trigger", f"{trigger}s", "--keep-landing"],
+         str(tables), "--trigger", f"{trigger}s", "--keep-landing", "--master", master],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env=env,
     )  # fmt: skip
     assert live.stderr is not None
     for line in live.stderr:
@@ -82,15 +107,17 @@ def lags(tables: Path) -> list[float]:
     ]
 
 
-def one_round(trigger: float, seconds: int) -> dict[str, float]:
+def one_round(
+    trigger: float, seconds: int, master: str, cluster: list[int], env: dict[str, str]
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch)
         landing, tables = base / "landing", base / "tables"
-        live = start_ingest(landing, tables, trigger)
+        live = start_ingest(landing, tables, trigger, master, env)
         ingest = psutil.Process(live.pid)
-        before = tree_cpu_seconds(ingest)
+        before = tree_cpu_seconds(ingest) + cluster_cpu_seconds(cluster)
         wall, run_cpu = run_load(landing, base / "results", seconds)
-        after = tree_cpu_seconds(ingest)
+        after = tree_cpu_seconds(ingest) + cluster_cpu_seconds(cluster)
         time.sleep(trigger + 3)  # the last interval and the end marker
         os.killpg(live.pid, signal.SIGINT)
         live.wait(timeout=60)
@@ -98,8 +125,8 @@ def one_round(trigger: float, seconds: int) -> dict[str, float]:
         started = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "loadgen", "pipeline", "ingest", str(landing),
-             "--out", str(base / "again"), "--once", "--keep-landing"],
-            check=True, capture_output=True,
+             "--out", str(base / "again"), "--once", "--keep-landing", "--master", master],
+            check=True, capture_output=True, env=env,
         )  # fmt: skip
         once = time.perf_counter() - started
     return {
@@ -116,18 +143,34 @@ def main() -> None:
     parser.add_argument("--triggers", type=float, nargs="+", default=[1.0, 5.0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=int, default=60)
+    parser.add_argument("--code", nargs="+", default=[f"this={REPO / 'src'}"], metavar="NAME=SRC")
+    parser.add_argument("--standalone", action="store_true", help="a local standalone cluster")
     args = parser.parse_args()
-    for trigger in args.triggers:
-        rounds = [one_round(trigger, args.seconds) for _ in range(args.rounds)]
-        for number, numbers in enumerate(rounds, 1):
-            print(
-                f"trigger {trigger:g}s round {number}: "
-                + ", ".join(f"{k} {v:.2f}" for k, v in numbers.items())
-            )
-        medians = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
-        print(
-            f"trigger {trigger:g}s median: " + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
-        )
+    codes = dict(item.split("=", 1) for item in args.code)
+    master, pids, cluster = "local[*]", [], None
+    if args.standalone:
+        from loadgen.pipeline.cluster import start_spark_cluster, stop_cluster
+
+        cluster = start_spark_cluster(workers=1)
+        master, pids = cluster.address, [cluster.pid, *cluster.helper_pids]
+    try:
+        for trigger in args.triggers:
+            rounds: dict[str, list[dict[str, float]]] = {name: [] for name in codes}
+            for number in range(1, args.rounds + 1):
+                for name, src in codes.items():  # interleaved: A, B, A, B, ...
+                    numbers = one_round(trigger, args.seconds, master, pids, code_env(src))
+                    rounds[name].append(numbers)
+                    print(f"{name} trigger {trigger:g}s round {number}: " + _fmt(numbers))
+            for name, results in rounds.items():
+                medians = {k: statistics.median(r[k] for r in results) for k in results[0]}
+                print(f"{name} trigger {trigger:g}s median: " + _fmt(medians), flush=True)
+    finally:
+        if cluster is not None:
+            stop_cluster(cluster)
+
+
+def _fmt(numbers: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.2f}" for k, v in numbers.items())
 
 
 if __name__ == "__main__":

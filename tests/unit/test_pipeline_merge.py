@@ -173,7 +173,7 @@ def test_duplicates_and_late_lines_are_quarantined_and_change_nothing(tmp_path):
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        ({"_corrupt_record": "{not json"}, "not a valid landing line"),
+        ({"_problem": "not JSON: Expecting value", "_raw": "{not json"}, "not JSON"),
         ({"kind": "bogus"}, "unknown kind 'bogus'"),
         ({"metric": "latency"}, "unknown metric 'latency'"),
         ({"hist": "SGVsbG8="}, "histogram not readable as publish"),

@@ -1,12 +1,15 @@
 """``loadgen pipeline ingest``: landing files → Structured Streaming → Parquet tables, exactly once.
 
-The query: the file source (explicit schema, permissive, each line's file name kept) grouped by
-(run, metric) into :func:`loadgen.pipeline.merge.advance` with Spark-managed state, then each
-micro-batch written by ``foreachBatch`` to ``OUT/<table>/batch=<id>`` in overwrite mode.
+The query: the ``binaryFile`` source (each landing file's bytes), parsed line by line on the
+executors (:mod:`loadgen.pipeline.parse`: a defective line or file becomes a problem row, never
+an exception), grouped by (run, metric) into :func:`loadgen.pipeline.merge.advance` with
+Spark-managed state, then each micro-batch written by :class:`loadgen.pipeline.sink.BatchWriter`
+to ``OUT/<table>/batch=<id>``.
 
 Exactly once: the checkpoint (``OUT/_checkpoint``) records which files each batch read and the
 merge state after it; a job killed mid-batch re-runs that batch from the previous state on
-restart and overwrites the batch's directory, so no interval is lost or written twice.
+restart and overwrites the batch's files, so no interval is lost or written twice. Since no
+input can fail a batch, a restart never replays into the same failure.
 Processed landing files are moved to ``OUT/_landed`` (``--keep-landing`` leaves them) so the
 source's directory listing stays short in long sessions.
 """
@@ -24,34 +27,41 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadgen.errors import LoadgenError
-from loadgen.pipeline.merge import RunState, Step, advance
+from loadgen.pipeline.merge import RunState, advance
+from loadgen.pipeline.parse import parse_files
+from loadgen.pipeline.sink import BatchWriter, describe
 from loadgen.pipeline.spark import start_session
 from loadgen.pipeline.tables import (
     CHECKPOINT,
-    CORRUPT_RECORD,
     LANDED,
-    LANDING_SCHEMA,
     MERGED_COLUMNS,
+    PARSED_COLUMNS,
     TABLE_COLUMN,
     TABLES,
     ddl,
+    object_frame,
 )
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
     from pyspark.sql.streaming.state import GroupState
 
 log = logging.getLogger("loadgen.pipeline")
 
 STATE_SCHEMA = "state STRING"
+BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
+"""The ``binaryFile`` source's fixed columns (a streaming source must be told its schema)."""
 STOP_POLL_S = 0.5
 
 
 @dataclass(frozen=True)
 class IngestSettings:
-    """How the job runs: where from and to, on which master, how often, and for how long."""
+    """How the job runs: where from and to, on which master, how often, and for how long.
+
+    ``max_files``: at most this many landing files per micro-batch (a long backlog in bounded
+    steps); all new files by default."""
 
     landing: Path
     out: Path
@@ -59,20 +69,8 @@ class IngestSettings:
     once: bool = False
     trigger_s: float = 5.0
     keep_landing: bool = False
+    max_files: int | None = None
     conf: tuple[tuple[str, str], ...] = ()
-
-
-def _frame(step: Step) -> pd.DataFrame:
-    """The step's rows as one pandas frame in the merged schema (None stays null in any type)."""
-    import pandas as pd
-
-    rows = [{TABLE_COLUMN: table, **row} for table in TABLES for row in getattr(step, table)]
-    return pd.DataFrame(
-        {
-            name: pd.Series([row.get(name) for row in rows], dtype=object)
-            for name, _ in MERGED_COLUMNS
-        }
-    )
 
 
 def merge_group(
@@ -85,71 +83,41 @@ def merge_group(
     step = advance(run_id, metric, previous, rows, time.time())
     if step.state is not None:
         state.update((step.state.dumps(),))
-    yield _frame(step)
+    merged = [{TABLE_COLUMN: table, **row} for table in TABLES for row in getattr(step, table)]
+    yield object_frame(merged, MERGED_COLUMNS)
 
 
-class BatchWriter:
-    """``foreachBatch``: each micro-batch's rows to ``OUT/<table>/batch=<id>``, overwritten.
-
-    Overwriting makes a re-run batch (after a crash) replace its first attempt, never add to it.
-    """
-
-    def __init__(self, out: Path) -> None:
-        self.out = out
-        self.totals = dict.fromkeys(TABLES, 0)
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        batch.persist()  # three writes below; the stateful merge must run once, not three times
-        try:
-            counts = {
-                row[TABLE_COLUMN]: row["count"]
-                for row in batch.groupBy(TABLE_COLUMN).count().collect()
-            }
-            for table, columns in TABLES.items():
-                if counts.get(table):
-                    rows = batch.where(batch[TABLE_COLUMN] == table).select([c for c, _ in columns])
-                    rows.write.mode("overwrite").parquet(
-                        str(self.out / table / f"batch={batch_id}")
-                    )
-                    self.totals[table] += counts[table]
-            if counts:
-                log.info("batch %d: %s", batch_id, describe(counts))
-            if counts.get("quarantine"):
-                for row in batch.where(batch[TABLE_COLUMN] == "quarantine").collect():
-                    log.warning("quarantined a line of %s: %s", row["source_file"], row["reason"])
-        finally:
-            batch.unpersist()
+def warm_up(spark: SparkSession) -> None:
+    """Start the Python workers the query's tasks use (each imports pandas, pyarrow and loadgen:
+    about a second of CPU) before a live job says it is watching, so the run started then does
+    not share the machine with that cold start."""
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 1)
+    empty = spark.createDataFrame([("", b"")] * partitions, "path STRING, content BINARY")
+    empty.repartition(partitions).mapInPandas(parse_files, ddl(PARSED_COLUMNS)).collect()
 
 
-def describe(counts: dict[str, int]) -> str:
-    return (
-        f"{counts.get('intervals', 0)} interval rows, {counts.get('runs', 0)} run rows, "
-        f"{counts.get('quarantine', 0)} lines quarantined"
-    )
-
-
-def _stream(spark: SparkSession, settings: IngestSettings, batches: BatchWriter) -> StreamingQuery:
-    """Start the query: landing lines → merge per (run, metric) → ``batches``."""
-    from pyspark.sql import functions as F
+def start_query(spark: SparkSession, settings: IngestSettings, sink: BatchWriter) -> StreamingQuery:
+    """Start the query: landing files → parsed lines → merge per (run, metric) → ``sink``."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     reader = (
-        spark.readStream.schema(LANDING_SCHEMA)
-        .option("mode", "PERMISSIVE")
-        .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
+        spark.readStream.format("binaryFile")
+        .schema(BINARY_FILE_SCHEMA)
+        .option("ignoreMissingFiles", "true")
     )
+    if settings.max_files:
+        reader = reader.option("maxFilesPerTrigger", settings.max_files)
     if not settings.keep_landing:
         reader = reader.option("cleanSource", "archive").option(
             "sourceArchiveDir", str(settings.out / LANDED)
         )
-    lines = reader.json(str(settings.landing)).withColumn(
-        "source_file", F.col("_metadata.file_path")
-    )
+    files = reader.load(str(settings.landing)).select("path", "content")
+    lines = files.mapInPandas(parse_files, ddl(PARSED_COLUMNS))
     merged = lines.groupBy("run_id", "metric").applyInPandasWithState(
         merge_group, ddl(MERGED_COLUMNS), STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout
     )
     writer = (
-        merged.writeStream.foreachBatch(batches)
+        merged.writeStream.foreachBatch(sink)
         .option("checkpointLocation", str(settings.out / CHECKPOINT))
         .outputMode("append")
     )
@@ -176,30 +144,40 @@ def _stop_requests() -> Iterator[threading.Event]:
 
 
 def run_ingest(settings: IngestSettings) -> None:
-    """Run the job until the landing directory is drained (``once``) or until stopped."""
-    from pyspark.errors import StreamingQueryException
-
+    """Run the job on its own Spark session until drained (``once``) or until stopped."""
     settings.landing.mkdir(parents=True, exist_ok=True)
     spark = start_session(settings.master, "loadgen pipeline ingest", dict(settings.conf))
-    batches = BatchWriter(settings.out)
     try:
         with _stop_requests() as stop:
-            query = _stream(spark, settings, batches)
-            if not settings.once:
-                log.info(
-                    "watching %s every %gs; tables in %s; Ctrl-C stops (a restart resumes)",
-                    settings.landing,
-                    settings.trigger_s,
-                    settings.out,
-                )
-            while not stop.is_set() and not query.awaitTermination(STOP_POLL_S):
-                pass
-            if query.isActive:
-                log.info("stopping: the batch under way finishes or is re-run on restart")
-                query.stop()
+            ingest(spark, settings, stop)
+    finally:
+        spark.stop()
+
+
+def ingest(spark: SparkSession, settings: IngestSettings, stop: threading.Event) -> dict[str, int]:
+    """Run the job on ``spark`` until drained (``once``) or ``stop`` is set; rows per table."""
+    from pyspark.errors import StreamingQueryException
+
+    batches = BatchWriter(settings.out)
+    try:
+        if not settings.once:
+            warm_up(spark)
+        query = start_query(spark, settings, batches)
+        if not settings.once:
+            log.info(
+                "watching %s every %gs; tables in %s; Ctrl-C stops (a restart resumes)",
+                settings.landing,
+                settings.trigger_s,
+                settings.out,
+            )
+        while not stop.is_set() and not query.awaitTermination(STOP_POLL_S):
+            pass
+        if query.isActive:
+            log.info("stopping: the batch under way finishes or is re-run on restart")
+            query.stop()
     except StreamingQueryException as error:
         summary = str(error).strip().splitlines()[0]
         raise LoadgenError(f"the ingest job failed: {summary}") from None
     finally:
-        spark.stop()
         log.info("ingested %s into %s", describe(batches.totals), settings.out)
+    return batches.totals

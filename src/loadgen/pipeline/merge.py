@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 
 from loadgen import hdr
-from loadgen.pipeline.landing import CLOSE, COUNTERS, END, INTERVAL
+from loadgen.pipeline import codec
+from loadgen.pipeline.landing import CLOSE, COUNTERS, END, INTERVAL, RECORD_FIELDS
+from loadgen.pipeline.tables import PROBLEM, RAW_LINE, SOURCE_FILE
 from loadgen.stats import METRICS
 
 SUMMARY_COLUMNS = ("count", "mean", "min", *hdr.SUMMARY_PERCENTILES, "max")
@@ -119,8 +121,8 @@ def _flag(value: Any) -> bool:
 
 def problem(row: Mapping[str, Any]) -> str | None:
     """Why ``row`` cannot be merged, or ``None`` when it can (the histogram is checked later)."""
-    if not _missing(row.get("_corrupt_record")):
-        return "not a valid landing line (malformed JSON or a field of the wrong type)"
+    if not _missing(row.get(PROBLEM)):
+        return str(row[PROBLEM])
     kind = row.get("kind")
     if kind not in REQUIRED:
         return f"unknown kind {kind!r} (allowed: {', '.join(REQUIRED)})"
@@ -136,12 +138,12 @@ def problem(row: Mapping[str, Any]) -> str | None:
 
 def quarantine_row(row: Mapping[str, Any], reason: str, now: float) -> dict[str, Any]:
     """The quarantine table's record of an unusable line: where it came from, why, and the line."""
-    raw = row.get("_corrupt_record")
+    raw = row.get(RAW_LINE)
     if _missing(raw):
-        fields = {k: v for k, v in row.items() if k not in ("_corrupt_record", "source_file")}
+        fields = {k: v for k, v in row.items() if k in RECORD_FIELDS}
         raw = json.dumps({k: None if _missing(v) else v for k, v in fields.items()}, default=str)
     return {
-        "source_file": row.get("source_file"),
+        SOURCE_FILE: row.get(SOURCE_FILE),
         "run_id": None if _missing(row.get("run_id")) else row.get("run_id"),
         "metric": row.get("metric") if row.get("metric") in METRICS else None,
         "reason": reason,
@@ -198,7 +200,7 @@ class _Group:
 
     def _interval(self, row: Mapping[str, Any]) -> str | None:
         try:
-            histogram = hdr.decode(self.metric, str(row["hist"]))
+            histogram = codec.decode(self.metric, str(row["hist"]))
         except Exception as error:  # any decoding failure is the line's fault, not the job's
             return f"histogram not readable as {self.metric}: {error}"
         state = self._ensure_state(row)
@@ -277,7 +279,7 @@ class _Group:
                 "complete": complete,
                 **waiting.counters,
                 **_summary(histogram),
-                "hist": hdr.encode(histogram),
+                "hist": codec.encode(histogram),
                 "merged_at": self.now,
             }
         )
@@ -336,7 +338,7 @@ class _Group:
                 "publish_rate": state.counters["sent"] / seconds if seconds else 0.0,
                 "consume_rate": state.counters["received"] / seconds if seconds else 0.0,
                 **_summary(histogram),
-                "hist": hdr.encode(histogram),
+                "hist": codec.encode(histogram),
                 "meta": state.meta,
                 "merged_at": self.now,
             }

@@ -1,13 +1,19 @@
 """The pipeline's schemas: landing lines in; ``intervals``, ``runs`` and ``quarantine`` out.
 
-Spark DDL strings only (no pyspark import), so the CLI can show them and the tests can check the
+Spark DDL strings (no pyspark import), so the CLI can show them and the tests can check the
 merge's rows against them without starting Spark. Latencies are µs, Java-equal percentiles;
 ``hist`` is the merged HdrHistogram (V2, base64) so later queries can merge again exactly.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from loadgen.pipeline.landing import COUNTERS, RECORD_FIELDS
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 LANDING_TYPES = {
     "workers": "INT",
@@ -22,13 +28,19 @@ LANDING_TYPES = {
 }
 """Types of the landing fields that are not strings."""
 
-CORRUPT_RECORD = "_corrupt_record"
-"""Where Spark's permissive JSON reader puts a line it cannot parse against the schema."""
+SOURCE_FILE = "source_file"
+PROBLEM = "_problem"
+"""Why a landing line cannot be used (set by :mod:`loadgen.pipeline.parse`), null when it can."""
+RAW_LINE = "_raw"
+"""The start of an unusable line, for the quarantine table."""
 
-LANDING_SCHEMA = ", ".join(
-    [f"{name} {LANDING_TYPES.get(name, 'STRING')}" for name in RECORD_FIELDS]
-    + [f"{CORRUPT_RECORD} STRING"]
-)
+PARSED_COLUMNS = [
+    *[(name, LANDING_TYPES.get(name, "STRING")) for name in RECORD_FIELDS],
+    (SOURCE_FILE, "STRING"),
+    (PROBLEM, "STRING"),
+    (RAW_LINE, "STRING"),
+]
+"""What the parse step hands the merge: every landing field, the file, and any problem."""
 
 _LABELS = [
     ("run_id", "STRING"),
@@ -98,6 +110,8 @@ CHECKPOINT = "_checkpoint"
 """``OUT/_checkpoint``: the streaming job's offsets, commits and merge state."""
 LANDED = "_landed"
 """``OUT/_landed``: landing files the job has committed, moved out of the landing directory."""
+QUARANTINED = "_quarantined"
+"""``OUT/_quarantined/batch=<id>/``: copies of files with quarantined lines, and the reasons."""
 
 
 def _union() -> list[tuple[str, str]]:
@@ -115,3 +129,25 @@ MERGED_COLUMNS = _union()
 
 def ddl(columns: list[tuple[str, str]]) -> str:
     return ", ".join(f"{name} {kind}" for name, kind in columns)
+
+
+def object_frame(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pd.DataFrame:
+    """``rows`` as a pandas frame with ``columns``, each of dtype object, so a None stays a
+    null in any Spark type (a float NaN would not be one in a BIGINT column)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {name: pd.Series([row.get(name) for row in rows], dtype=object) for name, _ in columns}
+    )
+
+
+ARROW_TYPES = {"STRING": "string", "INT": "int32", "BIGINT": "int64", "DOUBLE": "float64"}
+
+
+def arrow_schema(columns: list[tuple[str, str]]) -> pa.Schema:
+    """The Parquet schema of a table: the same types Spark gives ``ddl(columns)``."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [(name, pa.bool_() if kind == "BOOLEAN" else ARROW_TYPES[kind]) for name, kind in columns]
+    )

@@ -12,13 +12,19 @@ from dataclasses import asdict
 from pathlib import Path
 
 from loadgen.errors import ConfigError
+from loadgen.pipeline.cluster import start_spark_cluster
 from loadgen.testing.process import LocalBroker, process_alive
 from loadgen.testing.pulsar import start_pulsar_lite
 from loadgen.testing.rabbitmq import start_rabbitmq
 from loadgen.testing.tansu import start_tansu
 
-DEFAULT_PORTS = {"kafka": 19092, "rabbitmq": 5672, "pulsar": 16650}
-STARTERS = {"kafka": start_tansu, "rabbitmq": start_rabbitmq, "pulsar": start_pulsar_lite}
+DEFAULT_PORTS = {"kafka": 19092, "rabbitmq": 5672, "pulsar": 16650, "spark": 7077}
+STARTERS = {
+    "kafka": start_tansu,
+    "rabbitmq": start_rabbitmq,
+    "pulsar": start_pulsar_lite,
+    "spark": start_spark_cluster,  # not a broker: a standalone master + worker for the pipeline
+}
 
 
 def state_dir() -> Path:

@@ -1,0 +1,127 @@
+"""Landing files as bytes → landing lines, every defect named instead of raised.
+
+Spark's JSON reader hands a line with invalid UTF-8 to Arrow as a broken string, and the whole
+micro-batch fails — again on every restart, since the checkpoint replays it. So the job reads
+each file as bytes (Spark's ``binaryFile`` source) and this module, running on the executors,
+turns it into rows: a usable line becomes its fields, anything else a row whose
+:data:`~loadgen.pipeline.tables.PROBLEM` says why (the merge quarantines it). Nothing in a file
+can raise here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from loadgen.pipeline.landing import RECORD_FIELDS
+from loadgen.pipeline.tables import (
+    LANDING_TYPES,
+    PARSED_COLUMNS,
+    PROBLEM,
+    RAW_LINE,
+    SOURCE_FILE,
+    object_frame,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MAX_LINE_BYTES = 1 << 20
+"""A landing line is a few KB (one histogram); a line over 1 MiB is not one of ours."""
+RAW_KEPT = 2000
+"""Characters of a bad line kept in the quarantine table (the whole file is copied aside)."""
+
+UNTERMINATED = (
+    "the last line has no newline: the file was cut short or is still being written "
+    "(land files under a name starting with '.' and rename them when complete)"
+)
+
+_PYTHON_TYPES: dict[str, tuple[type, ...]] = {
+    "INT": (int,),
+    "BIGINT": (int,),
+    "BOOLEAN": (bool,),
+    "DOUBLE": (int, float),
+    "STRING": (str,),
+}
+_INT_BITS = {"INT": 31, "BIGINT": 63, "DOUBLE": 63}
+
+
+def _raw(line: bytes) -> str:
+    text = line[:RAW_KEPT].decode("utf-8", errors="backslashreplace")
+    return text if len(line) <= RAW_KEPT else f"{text}… ({len(line)} bytes)"
+
+
+def _problem_row(path: str, reason: str, line: bytes = b"") -> dict[str, Any]:
+    return {SOURCE_FILE: path, PROBLEM: reason, RAW_LINE: _raw(line)}
+
+
+def _type_problem(record: dict[str, Any]) -> str | None:
+    """Why a field would not convert to its Spark type (Arrow would fail the whole batch)."""
+    for name in RECORD_FIELDS:
+        value = record.get(name)
+        if value is None:
+            continue
+        kind = LANDING_TYPES.get(name, "STRING")
+        if not isinstance(value, _PYTHON_TYPES[kind]) or (
+            kind != "BOOLEAN" and isinstance(value, bool)
+        ):
+            got = f"{type(value).__name__} {value!r:.80}"
+            return f"JSON of the wrong shape: field {name!r} should be {kind}, got {got}"
+        bits = _INT_BITS.get(kind)
+        if bits and isinstance(value, int) and not -(2**bits) <= value < 2**bits:
+            return f"field {name!r} is out of range for {kind}: {value}"
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"field {name!r} holds an unpaired surrogate escape"
+    return None
+
+
+def parse_line(path: str, line: bytes) -> dict[str, Any]:
+    """One line of ``path`` as a landing row, or a problem row saying what is wrong with it."""
+    if len(line) > MAX_LINE_BYTES:
+        return _problem_row(path, f"a line of {len(line)} bytes (limit {MAX_LINE_BYTES})", line)
+    if b"\x00" in line:
+        return _problem_row(path, f"NUL byte at offset {line.index(0)}", line)
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return _problem_row(path, f"not UTF-8: {error.reason} at byte {error.start}", line)
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        return _problem_row(path, f"not JSON: {error}", line)
+    if not isinstance(record, dict):
+        shape = f"a {type(record).__name__}, not an object"
+        return _problem_row(path, f"JSON of the wrong shape: {shape}", line)
+    reason = _type_problem(record)
+    if reason is not None:
+        return _problem_row(path, reason, line)
+    row = {name: record.get(name) for name in RECORD_FIELDS}
+    return {**row, SOURCE_FILE: path, PROBLEM: None, RAW_LINE: None}
+
+
+def parse_file(path: str, content: bytes) -> Iterator[dict[str, Any]]:
+    """Every line of one landing file; an unterminated last line yields a problem row.
+
+    Spark never hands over an empty file: :mod:`loadgen.pipeline.sink` quarantines those."""
+    lines = content.split(b"\n")
+    last = lines.pop()  # b"" when the file ends with a newline, as every landed file does
+    for line in lines:
+        if line.strip():
+            yield parse_line(path, line)
+    if last:
+        yield _problem_row(path, UNTERMINATED, last)
+
+
+def parse_files(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` over the ``binaryFile`` source: (path, content) in, landing rows out."""
+    for frame in frames:
+        rows = [
+            row
+            for path, content in zip(frame["path"], frame["content"], strict=True)
+            for row in parse_file(path, bytes(content))
+        ]
+        yield object_frame(rows, PARSED_COLUMNS)

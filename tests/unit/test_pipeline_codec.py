@@ -1,0 +1,65 @@
+"""The pipeline's sparse HdrHistogram V2 codec against loadgen.hdr's (hdrh's dense arrays)."""
+
+import base64
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+from loadgen import hdr
+from loadgen.pipeline import codec
+from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY
+
+
+@pytest.mark.parametrize("metric", [PUBLISH, PUBLISH_DELAY, END_TO_END])
+@pytest.mark.parametrize("size", [0, 1, 7, 20_000])
+@pytest.mark.parametrize("sigma", [0.3, 3.0])
+def test_encode_is_byte_identical_and_decode_gives_the_same_buckets(metric, size, sigma):
+    values = np.random.default_rng(size).lognormal(12, sigma, size).astype(np.int64)
+    histogram = hdr.record_ns(metric, values)
+    text = hdr.encode(histogram)
+    assert codec.encode(histogram) == text
+    decoded = codec.decode(metric, text)
+    assert decoded.index.tolist() == histogram.index.tolist()
+    assert decoded.counts.tolist() == histogram.counts.tolist()
+
+
+def test_single_empty_buckets_and_large_counts_round_trip():
+    index = np.array([0, 2, 4, 5, 9000], np.int64)  # gaps of one bucket: hdrh writes -1
+    counts = np.array([1, 2**40, 3, 127, 128], np.int64)
+    histogram = hdr.Histogram(PUBLISH, index, counts)
+    text = codec.encode(histogram)
+    assert text == hdr.encode(histogram)
+    assert codec.decode(PUBLISH, text).counts.tolist() == counts.tolist()
+
+
+def java_style(histogram: hdr.Histogram) -> str:
+    """The same histogram as Java writes it: one empty bucket as 0, not as -1."""
+    raw = base64.b64decode(codec.encode(histogram))
+    body = zlib.decompress(raw[8:])
+    payload = body[40:].replace(b"\x01", b"\x00")  # zigzag(-1) -> 0; counts here are not 1
+    inner = body[:4] + struct.pack(">I", len(payload)) + body[8:40] + payload
+    packed = zlib.compress(inner)
+    return base64.b64encode(struct.pack(">II", codec.COMPRESSION_COOKIE, len(packed)) + packed)
+
+
+def test_a_single_empty_bucket_written_as_zero_is_read_too():
+    histogram = hdr.Histogram(PUBLISH, np.array([1, 3], np.int64), np.array([5, 6], np.int64))
+    decoded = codec.decode(PUBLISH, java_style(histogram).decode())
+    assert decoded.index.tolist() == [1, 3] and decoded.counts.tolist() == [5, 6]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["bm9wZQ==", "not base64!", base64.b64encode(b"\x1c\x84\x93\x14\x00\x00\x00\x05xx").decode()],
+)
+def test_what_is_not_a_histogram_raises_for_the_merge_to_quarantine(text):
+    with pytest.raises(Exception):  # noqa: B017 - any error: the merge quarantines on all
+        codec.decode(PUBLISH, text)
+
+
+def test_another_layout_is_refused_like_loadgen_hdr_does():
+    text = hdr.encode(hdr.record_ns(END_TO_END, [5_000_000]))
+    with pytest.raises(ValueError, match="expected a histogram up to"):
+        codec.decode(PUBLISH, text)

@@ -1,0 +1,52 @@
+"""Landing bytes → rows: every defect becomes a problem row with its reason, nothing raises."""
+
+import json
+
+import pytest
+
+from loadgen.pipeline.parse import MAX_LINE_BYTES, UNTERMINATED, parse_file
+from loadgen.pipeline.tables import PARSED_COLUMNS, PROBLEM, RAW_LINE
+
+GOOD = {"kind": "interval", "run_id": "r", "worker_id": "w0", "workers": 1, "seq": 0}
+
+
+def line(**fields) -> bytes:
+    return (json.dumps({**GOOD, **fields}) + "\n").encode()
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b'{"run_id": "\xff"}\n', "not UTF-8: invalid start byte at byte 12"),
+        (b'{"run_id":\x00 "r"}\n', "NUL byte at offset 10"),
+        (b'{"run_id": "r"\n', "not JSON"),
+        (b"[1, 2]\n", "JSON of the wrong shape: a list, not an object"),
+        (b'"text"\n', "JSON of the wrong shape: a str, not an object"),
+        (line(seq="7"), "field 'seq' should be BIGINT, got str '7'"),
+        (line(workers=True), "field 'workers' should be INT, got bool"),
+        (line(workers=2**31), "field 'workers' is out of range for INT"),
+        (line(warmup=1), "field 'warmup' should be BOOLEAN"),
+        (b'{"run_id": "\\ud800"}\n', "unpaired surrogate"),
+        (b'{"a": ' * 5000 + b"\n", "not JSON"),
+    ],
+)
+def test_a_bad_line_becomes_a_problem_row(content, reason):
+    (row,) = parse_file("file:/l/x.json", content)
+    assert reason in row[PROBLEM]
+    assert row["source_file"] == "file:/l/x.json" and row[RAW_LINE]
+
+
+def test_a_huge_line_is_refused_unread_and_only_its_start_kept():
+    (row,) = parse_file("f", b'{"pad": "' + b"x" * MAX_LINE_BYTES + b'"}\n')
+    assert "limit" in row[PROBLEM] and len(row[RAW_LINE]) < 3000
+
+
+def test_good_lines_keep_every_field_and_an_unterminated_tail_is_a_problem():
+    rows = list(parse_file("f", line(seq=1) + b"\n" + line(seq=2) + b'{"seq": 3'))
+    assert [row["seq"] for row in rows[:2]] == [1, 2] and rows[0][PROBLEM] is None
+    assert rows[2][PROBLEM] == UNTERMINATED and rows[2][RAW_LINE] == '{"seq": 3'
+    assert all(set(row) <= {name for name, _ in PARSED_COLUMNS} for row in rows)
+
+
+def test_an_empty_file_yields_no_rows_here():
+    assert list(parse_file("f", b"")) == []  # the sink quarantines it from the checkpoint

@@ -1,6 +1,6 @@
 """Failing fast and clearly in front of a client that blocks with the GIL held.
 
-Measured with ``pravega`` 0.3.8 and no server (none can run here): with nothing listening every
+Measured with ``pravega`` 0.3.8 and no server (none was available): with nothing listening every
 blocking call takes ~61 s (the client's retry budget) before it raises; ``create_reader_group``
 then raises ``pyo3_runtime.PanicException``, a ``BaseException``; against a port that accepts
 and never answers, ``create_scope`` and ``list_scope`` were still blocked after 5 minutes. The

@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 MKDOCS_YML = REPO / "mkdocs.yml"
 HEADING = re.compile(r"<h[1-6][^>]*>(.*?)</h[1-6]>", re.DOTALL)
 TAG = re.compile(r"<[^>]+>")
+SPHINX_ROLE = re.compile(r":(?:class|meth|func|mod|data|attr|exc):<code>")
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +97,5 @@ def test_the_api_reference_renders_the_public_names(site: Path) -> None:
     page = (site / "api" / "index.html").read_text()
     for name in ("loadgen.api.run", "loadgen.result.Result", "loadgen.slo.assert_slo"):
         assert f'id="{name}"' in page, f"{name} is not rendered in the API reference"
+    roles = SPHINX_ROLE.findall(page)
+    assert not roles, f"Sphinx roles reached the page verbatim (docs/griffe_roles.py): {roles}"

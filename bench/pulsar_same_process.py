@@ -15,7 +15,7 @@ side's CPU per message splits between the client's I/O thread (the busiest threa
 the main one, read from ``/proc/self/task``; acknowledgements run there) and everything else.
 
 Disk: pulsar-lite keeps every message (it has no admin REST to delete a topic), ~45 MB per
-second of slice here: 100 pairs of 2-s slices write ~18 GB into the broker's temporary data
+second of slice as measured: 100 pairs of 2-s slices write ~18 GB into the broker's temporary data
 directory, which goes when the script stops the broker.
 """
 

@@ -11,7 +11,7 @@ up (the first minute holds the start-up allocations; the workers exit before the
 
     python bench/soak.py --minutes 15 --rate 2000 --producer linger.ms=100
 
-tansu's fetch cost grows with the record batches it stores (local-brokers.md); with the
+tansu's fetch cost grows with the record batches it stores; with the
 linger.ms=5 of the test config, 2000 msg/s on 4 partitions saturated it after ~3 minutes and the
 consumer stopped. ``linger.ms=100`` (50-message batches) keeps it at a fraction of a core.
 """

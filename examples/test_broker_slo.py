@@ -1,7 +1,7 @@
 """An SLO suite to copy: loadgen's pytest plugin starts a local broker, loadgen runs load
 through it, and the test states the latency and throughput it needs.
 
-    pytest examples/                                  # every broker that can run here
+    pytest examples/                                  # every broker that can start
     pytest examples/ --loadgen-broker kafka           # only Kafka (tansu)
     EXAMPLE_E2E_P99_MS=0.01 pytest examples/          # an SLO nobody meets: see the failure
 

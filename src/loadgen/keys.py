@@ -1,4 +1,4 @@
-"""Message key distributors with OMB's semantics (omb.md §3).
+"""Message key distributors with OMB's semantics.
 
 A pool of 10,000 keys per process, each the unpadded base64url of 7 random bytes. ``NO_KEY``
 sends no key; ``KEY_ROUND_ROBIN`` starts at index 1 and wraps; ``RANDOM_NANO`` picks

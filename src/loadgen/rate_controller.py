@@ -1,6 +1,6 @@
 """OMB's max-sustainable-rate search (``producerRate: 0``): the backlog-driven RateController.
 
-A pure function of the running totals, so it is tested with OMB's own examples (omb.md §2.5):
+A pure function of the running totals, so it is tested with OMB's own examples:
 every period the controller compares what should have been sent with what was sent and
 received; a receive backlog or a publish backlog above its limit ramps the rate down to what
 was achieved, otherwise the rate grows by ``1 + factor``. The factor doubles on each ramp-up

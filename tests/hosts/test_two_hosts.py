@@ -53,7 +53,7 @@ def test_kafka_over_two_hosts_counts_exactly_and_measures_both_clocks(
           f"{run['e2eClockSkewBoundMs']}")  # fmt: skip
     assert set(offsets) == set(bounds) == set(worker_urls)
     for url in worker_urls:
-        # both hosts share this machine's clock: the true offset is 0, inside each bound
+        # both simulated hosts share one kernel's clock: the true offset is 0, inside each bound
         assert abs(offsets[url]) <= bounds[url] + 0.001
         assert 0 < bounds[url] < 5
     assert 0 <= run["e2eClockSkewBoundMs"] < 10

@@ -1,6 +1,6 @@
 """The Pravega driver end to end against a real Pravega, when one is named.
 
-No Pravega server can run on these machines (nothing installable provides one), so these run
+No package the suite installs provides a Pravega server, so these run
 only with ``PRAVEGA_CONTROLLER=tcp://host:port`` set, e.g. a ``pravega/pravega standalone``
 container elsewhere. Each run uses a scope of its own, which the driver creates and, at the end,
 deletes with everything in it.
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 def controller():
     uri = os.environ.get("PRAVEGA_CONTROLLER")
     if not uri:
-        pytest.skip("PRAVEGA_CONTROLLER not set: no Pravega server can run here")
+        pytest.skip("PRAVEGA_CONTROLLER not set: no Pravega server to run against")
     return uri
 
 

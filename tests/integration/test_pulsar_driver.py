@@ -1,7 +1,7 @@
 """The Pulsar driver against pulsar-lite: each setting reaches the client, observed where the
 broker lets us observe it.
 
-pulsar-lite's limits (local-brokers.md §4), which these tests work around rather than test:
+pulsar-lite's limits, which these tests work around rather than test:
 Exclusive and Failover subscriptions deliver duplicates (so exact counts use Shared, and those
 types are only checked for "every message arrives"), seek is broken (a new Earliest
 subscription reads a backlog instead), a second Exclusive consumer is refused only after a 10 s

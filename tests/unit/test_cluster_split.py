@@ -1,4 +1,4 @@
-"""How producers, consumers and the rate are dealt over workers (omb.md §6.3, and by topic)."""
+"""How producers, consumers and the rate are dealt over workers (OMB's rule, and by topic)."""
 
 import pytest
 

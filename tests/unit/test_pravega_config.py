@@ -25,7 +25,7 @@ includeTimestampInEvent: True
 enableStreamAutoScaling: False
 eventsPerSecond: 10000
 """
-"""OMB's shipped driver-pravega/pravega.yaml (omb.md §5.4), licence header left out."""
+"""OMB's shipped driver-pravega/pravega.yaml, licence header left out."""
 
 OMB_EXACTLY_ONCE_YAML = """\
 name: Pravega

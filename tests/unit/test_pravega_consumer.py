@@ -1,6 +1,6 @@
 """The reader thread's own plumbing, with a stand-in for the client's reader.
 
-No server exists here, so these prove what loadgen's code does around the client (delivery in
+Without a Pravega server, these prove what loadgen's code does around the client (delivery in
 order with the send time, skipping foreign events, pause and close within their bounds), not
 what the client or a server does. The stand-in keeps the client's contract that matters here:
 ``get_segment_slice_async`` needs a running loop on the calling thread, its future is completed

@@ -1,6 +1,6 @@
 """The guards in front of the Pravega client, against a closed port and a silent one on loopback.
 
-No Pravega server can run here. A closed port must fail every entry point in milliseconds; a
+No Pravega server is needed. A closed port must fail every entry point in milliseconds; a
 port that accepts connections and never answers (a listening socket nobody serves) must fail
 within ``client.timeoutSeconds`` instead of the client's own minutes. Panics (the client's
 ``PanicException`` is a ``BaseException``) become errors naming the controller, and Ctrl-C
@@ -26,7 +26,7 @@ from loadgen.testing.process import free_port, process_alive
 
 TIMEOUT_S = 2.0
 SPAWN_S = 1.5
-"""Starting the control process (~0.3 s here) and noticing the deadline, with room to spare."""
+"""Starting the control process (~0.3 s measured) and noticing the deadline, with room to spare."""
 
 
 class SimulatedPanic(BaseException):

@@ -1,6 +1,6 @@
 """The producers' own plumbing, with stand-ins for the client's write calls.
 
-No server exists here, so these prove what loadgen's code does around the client (hand-off to
+Without a Pravega server, these prove what loadgen's code does around the client (hand-off to
 the write thread, one ``on_done`` per event, flush accounting, transaction boundaries), not what
 the client or a server does. The stand-in write keeps the client's contract that matters for
 the plumbing: it needs a running event loop on the calling thread, takes text, and completes

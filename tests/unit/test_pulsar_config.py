@@ -50,7 +50,7 @@ consumer:
   receiverQueueSize: 10000
   subscriptionType: Failover
 """
-"""OMB's shipped driver-pulsar/pulsar.yaml (omb.md §5.2), with its empty TLS/auth fields."""
+"""OMB's shipped driver-pulsar/pulsar.yaml, with its empty TLS/auth fields."""
 
 MINIMAL = "name: P\ndriver: pulsar\nclient:\n  serviceUrl: pulsar://h:6650\n"
 

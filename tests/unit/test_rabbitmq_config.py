@@ -27,7 +27,7 @@ amqpUris:
 messagePersistence: false
 queueType: QUORUM
 """
-"""OMB's shipped driver-rabbitmq/rabbitmq.yaml, field for field (omb.md §5.3)."""
+"""OMB's shipped driver-rabbitmq/rabbitmq.yaml, field for field."""
 
 
 def validate(tmp_path, text):

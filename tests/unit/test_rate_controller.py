@@ -1,4 +1,4 @@
-"""OMB's RateController (omb.md §2.5), checked against the examples of OMB's RateControllerTest."""
+"""OMB's RateController, checked against the examples of OMB's RateControllerTest."""
 
 import pytest
 

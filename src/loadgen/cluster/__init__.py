@@ -1,4 +1,4 @@
-"""Runs over several worker processes: on this host (``--processes``) or others (``--workers``).
+"""Runs over several worker processes, local (``--processes``) or remote (``--workers``).
 
 A worker serves its :class:`~loadgen.worker.local.LocalWorker` over HTTP (:mod:`.server`); the
 coordinator splits the producers and consumers over the workers (:mod:`.split`), drives them

@@ -6,7 +6,7 @@ and consumers are placed by :mod:`.split`; interval stats of all workers are mer
 A worker that stops answering is reported once, left out from then on, and ends the run with
 ``stopReason: worker-lost``; what every worker measured until then stays in the result.
 Workers given by URL may run on hosts whose clocks differ: their measured offsets correct the
-end-to-end latencies (:mod:`loadgen.worker.skew`); processes started here share one clock.
+end-to-end latencies (:mod:`loadgen.worker.skew`); local worker processes share one clock.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Where a run's producers and consumers run: this process, N local processes, or remote workers.
 
 One process (the default of the Python API) is the in-process :class:`LocalWorker`; more are
-an :class:`~.ensemble.Ensemble` over ``loadgen worker`` processes started here
+an :class:`~.ensemble.Ensemble` over local ``loadgen worker`` processes
 (:mod:`.spawn`), or over the workers at the URLs given, which the coordinator only connects to.
 """
 

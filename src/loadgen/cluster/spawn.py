@@ -1,4 +1,4 @@
-"""Worker processes on this host for ``loadgen run --processes N``.
+"""Worker processes on the coordinator's host for ``loadgen run --processes N``.
 
 Each is a ``loadgen worker`` on a free loopback port with a token made for this run; it gets its
 own session (a Ctrl-C at the terminal reaches the coordinator only, which then stops the run

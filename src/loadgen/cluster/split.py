@@ -1,6 +1,6 @@
 """Who runs what: producers, consumers and the publish rate dealt over N workers.
 
-Two rules. ``omb`` is OMB's (omb.md §6.3): the first ``N // 2`` workers produce and the rest
+Two rules. ``omb`` is OMB's: the first ``N // 2`` workers produce and the rest
 consume, producers and consumers dealt round-robin, the rate split evenly over the producer
 workers that got a producer — except that a run without consumers lets every worker produce
 (OMB reserves half the workers for consumers even then). ``topics`` gives each worker whole

@@ -7,7 +7,7 @@ never gets its end marker; :func:`close_run` lands a ``close`` marker that final
 incomplete. Files appear by atomic rename from a name
 starting with ``.``, which Spark's file source never lists, so the job never reads half a file.
 
-The record layout is :data:`RECORD_FIELDS`; the Spark schema (:mod:`loadgen.pipeline.schema`)
+The record layout is :data:`RECORD_FIELDS`; the Spark schema (:mod:`loadgen.pipeline.tables`)
 and the merge (:mod:`loadgen.pipeline.merge`) read these same names.
 """
 

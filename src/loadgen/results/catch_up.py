@@ -1,6 +1,6 @@
 """The result's ``catchUp`` block: the backlog phases of a catch-up or mixed run.
 
-ARCHITECTURE fixes ``backlogMessages``, ``backlogBytes``, ``drainSeconds`` and ``drainRate``;
+The contract names ``backlogMessages``, ``backlogBytes``, ``drainSeconds`` and ``drainRate``;
 the rest is added beside them. ``phases`` gives build, drain and steady state the same figures,
 each from the intervals inside it (phases end on interval boundaries), so the question "does a
 catch-up read hurt tailing latency?" is answered by comparing ``endToEndTailing`` across them.

@@ -1,4 +1,4 @@
-"""OMB's ``TestResult`` JSON (omb.md §8.1), field for field, then loadgen's additions.
+"""OMB's ``TestResult`` JSON, field for field, then loadgen's additions.
 
 Units follow OMB exactly: publish and end-to-end latencies in ms (floats), publish delay in µs
 (integer percentiles, float average). Per-period lists cover the measured phase only; the

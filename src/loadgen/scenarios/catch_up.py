@@ -1,4 +1,4 @@
-"""Catch-up and mixed runs: OMB's backlog mode (omb.md §2.6), timed phase by phase.
+"""Catch-up and mixed runs: OMB's backlog mode, timed phase by phase.
 
 After warm-up the catch-up consumers pause while producers keep their rate, until the catch-up
 subscriptions hold ``consumerBacklogSizeGB`` (nominal ``messageSize`` per message, running

@@ -50,7 +50,7 @@ def _ip(*args: str) -> str:
 
 
 def hosts_unavailable() -> str | None:
-    """Why simulated hosts cannot be made here (None when they can)."""
+    """Why simulated hosts cannot be made on this system (None when they can)."""
     if os.geteuid() != 0:
         return "simulated hosts need root (ip netns, ip link)"
     if shutil.which("ip") is None:

@@ -36,7 +36,7 @@ def process_alive(pid: int) -> bool:
 
 @dataclass(frozen=True)
 class LocalBroker:
-    """A broker process that this machine started (on 127.0.0.1 unless told otherwise).
+    """A broker process started locally (on 127.0.0.1 unless told otherwise).
 
     ``driver_config`` is the driver section that points at it, with whatever settings this
     broker needs (test-broker quirks live here, never in driver defaults). ``helper_pids`` are

@@ -34,7 +34,7 @@ PULSAR_LITE_CLIENT_SETTINGS: dict[str, Any] = {
     "producer": {"blockIfQueueFull": True},
     "consumer": {"subscriptionType": "Shared", "receiverQueueSize": 200},
 }
-"""What pulsar-lite needs, measured (local-brokers.md §4; configs/drivers/pulsar-local.yaml says
+"""What pulsar-lite needs, measured (configs/drivers/pulsar-local.yaml says
 the same): Exclusive and Failover deliver duplicates, so Shared; a partitioned catch-up stalls
 with receiver queues above 200; one I/O thread, since client and broker share the cores."""
 

@@ -4,7 +4,7 @@ Fixtures, all session-scoped brokers on free 127.0.0.1 ports, started on first u
 
 * ``kafka_broker`` (tansu), ``rabbitmq_broker`` (Debian rabbitmq-server), ``pulsar_broker``
   (pulsar-lite, 16 partitions per auto-created topic);
-  a broker that cannot run here skips the test with the reason (fails it when
+  a broker that cannot start skips the test with the reason (fails it when
   ``LOADGEN_REQUIRE_BROKERS=1``), as does one left out by ``--loadgen-broker``.
 * ``loadgen_broker``: each selected broker in turn (the test runs once per broker kind).
 * ``loadgen_run``: :func:`loadgen.run` with short-run defaults (1 s stats interval, no warm-up).
@@ -60,7 +60,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def start_local_broker(config: pytest.Config, kind: str, **options: Any) -> LocalBroker:
     """A broker of ``kind`` started with ``options`` (e.g. ``host=``); the test is skipped
-    with the reason (failed under ``LOADGEN_REQUIRE_BROKERS=1``) when it cannot run here.
+    with the reason (failed under ``LOADGEN_REQUIRE_BROKERS=1``) when it cannot start.
     The caller stops it."""
     if kind not in _selected(config):
         pytest.skip(f"{kind} is not among --loadgen-broker {' '.join(_selected(config))}")

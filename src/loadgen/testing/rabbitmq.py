@@ -144,7 +144,7 @@ def _node_environment(
 
 def _guest_beyond_loopback(host: str) -> str:
     """RabbitMQ lets ``guest`` log in over loopback only; a node listening elsewhere (a bridge
-    only this machine's namespaces reach) lets it in from there too."""
+    only the local host's network namespaces reach) lets it in from there too."""
     return "" if ipaddress.ip_address(host).is_loopback else " -rabbit loopback_users []"
 
 

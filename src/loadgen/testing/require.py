@@ -1,4 +1,4 @@
-"""What a test does when a local broker cannot run here: skip, or fail when brokers are required.
+"""What a test does when a local broker cannot run: skip, or fail when brokers are required.
 
 ``LOADGEN_REQUIRE_BROKERS=1`` (CI sets it) turns the skip into a failure, so a green run has
 exercised every broker instead of quietly skipping one.

@@ -27,7 +27,7 @@ TANSU_CLIENT_SETTINGS = {
         "session.timeout.ms=6000\nheartbeat.interval.ms=1000\nfetch.wait.max.ms=5"
     ),
 }
-"""What tansu needs, measured here (configs/drivers/kafka-local.yaml says the same):
+"""What tansu needs, as measured (configs/drivers/kafka-local.yaml says the same):
 session.timeout.ms=6000 makes a group join take 3 s instead of 23 s; fetch.wait.max.ms=5 keeps
 end-to-end latency from being a fetch-timer artefact; linger.ms=5 because tansu's fetch cost grows
 with the number of stored record batches: at 10k msg/s on 16 partitions with linger.ms=1 it

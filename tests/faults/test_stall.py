@@ -22,7 +22,7 @@ from loadgen.scenarios.tailing import SILENT_BROKER_TEARDOWN_S
 from loadgen.testing.process import free_port
 from loadgen.testing.proxy import TcpProxy
 from loadgen.testing.require import unavailable
-from loadgen.testing.tansu import start_tansu, tansu_driver_config
+from loadgen.testing.tansu import SESSION_OUTLASTING_AN_OUTAGE, start_tansu, tansu_driver_config
 
 pytestmark = pytest.mark.integration
 
@@ -109,7 +109,9 @@ def stalled_kafka():
     except LoadgenError as error:
         proxy.close()
         unavailable(f"tansu did not start: {error}")
-    yield proxy, {"name": "Kafka", "driver": "kafka", **tansu_driver_config(proxy.address)}
+    config = tansu_driver_config(proxy.address)
+    config["consumerConfig"] += SESSION_OUTLASTING_AN_OUTAGE
+    yield proxy, {"name": "Kafka", "driver": "kafka", **config}
     proxy.close()
     broker.stop()
 

@@ -163,7 +163,7 @@ def test_a_stall_that_ends_is_one_outage_and_loses_nothing(tmp_path, stalled_kaf
 
 def test_a_stall_that_never_ends_still_ends_the_run_with_a_bounded_wait(tmp_path, stalled_kafka):
     proxy, driver = stalled_kafka
-    run = Run(tmp_path, driver, "--duration", "8s")
+    run = Run(tmp_path, driver, "--duration", "6s")
     run.wait_for("measure", intervals=3)
     proxy.freeze()
     frozen_at = time.monotonic()

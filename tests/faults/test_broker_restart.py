@@ -22,7 +22,7 @@ from loadgen.errors import LoadgenError, MissingExtra
 from loadgen.testing.pulsar import start_pulsar_lite
 from loadgen.testing.rabbitmq import INSTALL_HINT, rabbitmq_installed, rabbitmqctl, start_rabbitmq
 from loadgen.testing.require import unavailable
-from loadgen.testing.tansu import start_tansu
+from loadgen.testing.tansu import SESSION_OUTLASTING_AN_OUTAGE, start_tansu
 
 pytestmark = pytest.mark.integration
 
@@ -114,6 +114,7 @@ def restarted_run(tmp_path, name, broker, restarted, restart):
 
 def test_tansu_restart_loses_what_it_held_and_the_accounting_says_how_much(tmp_path):
     broker = own(start_tansu)
+    broker.driver_config["consumerConfig"] += SESSION_OUTLASTING_AN_OUTAGE
     port = int(broker.address.rsplit(":", 1)[1])
     restarted = []
 

@@ -22,7 +22,7 @@ from loadgen.scenarios.tailing import SILENT_BROKER_TEARDOWN_S
 from loadgen.testing.process import free_port
 from loadgen.testing.proxy import TcpProxy
 from loadgen.testing.require import unavailable
-from loadgen.testing.tansu import start_tansu, tansu_driver_config
+from loadgen.testing.tansu import SESSION_OUTLASTING_AN_OUTAGE, start_tansu, tansu_driver_config
 
 pytestmark = pytest.mark.integration
 
@@ -109,7 +109,9 @@ def stalled_kafka():
     except LoadgenError as error:
         proxy.close()
         unavailable(f"tansu did not start: {error}")
-    yield proxy, {"name": "Kafka", "driver": "kafka", **tansu_driver_config(proxy.address)}
+    config = tansu_driver_config(proxy.address)
+    config["consumerConfig"] += SESSION_OUTLASTING_AN_OUTAGE
+    yield proxy, {"name": "Kafka", "driver": "kafka", **config}
     proxy.close()
     broker.stop()
 
@@ -161,7 +163,7 @@ def test_a_stall_that_ends_is_one_outage_and_loses_nothing(tmp_path, stalled_kaf
 
 def test_a_stall_that_never_ends_still_ends_the_run_with_a_bounded_wait(tmp_path, stalled_kafka):
     proxy, driver = stalled_kafka
-    run = Run(tmp_path, driver, "--duration", "8s")
+    run = Run(tmp_path, driver, "--duration", "6s")
     run.wait_for("measure", intervals=3)
     proxy.freeze()
     frozen_at = time.monotonic()

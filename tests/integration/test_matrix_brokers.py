@@ -35,7 +35,7 @@ PLAN = {
     "matrix": {"producerRate": [200, 800], "keyDistributor": ["RANDOM_NANO", "NO_KEY"]},
 }
 POINTS = 2 * 2 * 2  # drivers × rates × key distributors
-ARGS = ["-o", "out", "--duration", "2s", "--warmup", "0", "--stats-interval", "1s"]
+ARGS = ["-o", "out", "--duration", "1s", "--warmup", "0", "--stats-interval", "1s"]
 ARGS += ["--processes", "1", "-q", "--no-report"]
 
 

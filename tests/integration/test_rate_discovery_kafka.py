@@ -11,7 +11,7 @@ pytestmark = pytest.mark.integration
 def test_discovery_ramps_up_then_backs_off_when_the_broker_falls_behind(
     kafka_spec, tailing, tmp_path
 ):
-    options = RunOptions(duration_s=27, warmup_s=0, stats_interval_s=3)
+    options = RunOptions(duration_s=21, warmup_s=0, stats_interval_s=3)
     report = run_one(RunRequest(tailing(0, partitions=4), kafka_spec, options, out_dir=tmp_path))
     discovery = report.result["rateDiscovery"]
     history = discovery["history"]

@@ -33,7 +33,7 @@ def swept(kafka_broker, tmp_path_factory):
     done = subprocess.run(
         [
             sys.executable, "-m", "loadgen", "sweep", str(workload), "-d", str(driver),
-            "--rates", ",".join(map(str, RATES)), "--duration", "4s", "--warmup", "1s",
+            "--rates", ",".join(map(str, RATES)), "--duration", "2s", "--warmup", "0",
             "--stats-interval", "1s", "--processes", "1", "--plain", "-o", str(here / "out"),
         ],
         capture_output=True, text=True, timeout=300,

@@ -1,4 +1,7 @@
-"""A one-minute tailing run and a catch-up read on 16-partition pulsar-lite topics.
+"""A half-minute tailing run and a catch-up read on 16-partition pulsar-lite topics.
+
+Half a minute, not OMB's one: holding the rate within 1 %, receiving every message once and
+accounting for what the broker still holds mean the same over three 10-s periods as over six.
 
 pulsar-lite's limits shape the settings (loadgen.testing.pulsar): Shared subscriptions (its
 Exclusive/Failover ones deliver duplicates), receiver queues of 200 (a partitioned catch-up
@@ -75,15 +78,17 @@ class Deliveries:
 
 
 @pytest.fixture(scope="module")
-def one_minute_run(pulsar_spec, tailing, deliveries, tmp_path_factory):
+def half_minute_run(pulsar_spec, tailing, deliveries, tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
     return run_one(
-        RunRequest(tailing(5_000), pulsar_spec, RunOptions(stats_interval_s=10), out_dir=out)
+        RunRequest(
+            tailing(5_000, minutes=0.5), pulsar_spec, RunOptions(stats_interval_s=10), out_dir=out
+        )
     )
 
 
 @pytest.fixture(scope="module")
-def held_by_the_broker(one_minute_run, pulsar_broker, deliveries):
+def held_by_the_broker(half_minute_run, pulsar_broker, deliveries):
     """Send times of what the broker still holds for the run's subscriptions once loadgen
     closed them (not delivered, or delivered and not acknowledged), read by a new consumer."""
     client = pulsar.Client(pulsar_broker.driver_config["client"]["serviceUrl"])
@@ -106,16 +111,16 @@ def held_by_the_broker(one_minute_run, pulsar_broker, deliveries):
     return held
 
 
-def test_one_minute_at_5k_on_16_partitions_holds_the_rate(one_minute_run):
-    rate = sent_per_second(measured_intervals(one_minute_run.outcome.intervals))
+def test_half_a_minute_at_5k_on_16_partitions_holds_the_rate(half_minute_run):
+    rate = sent_per_second(measured_intervals(half_minute_run.outcome.intervals))
     assert rate == pytest.approx(5_000, rel=0.01)
 
 
-def test_one_minute_at_5k_receives_every_message_once(one_minute_run, deliveries):
-    result = one_minute_run.result
+def test_half_a_minute_at_5k_receives_every_message_once(half_minute_run, deliveries):
+    result = half_minute_run.result
     assert result["driver"] == "Pulsar"
     assert result["totalPublishErrors"] == 0
-    assert result["totalMessagesSent"] > 300_000
+    assert result["totalMessagesSent"] > 150_000
     assert len(deliveries.subscriptions) == 1
     assert len(deliveries.send_times) == result["totalMessagesReceived"]
     assert len(set(deliveries.send_times)) == len(deliveries.send_times)  # no duplicates
@@ -124,12 +129,12 @@ def test_one_minute_at_5k_receives_every_message_once(one_minute_run, deliveries
 
 
 def test_what_loadgen_did_not_receive_the_broker_still_holds(
-    one_minute_run, deliveries, held_by_the_broker
+    half_minute_run, deliveries, held_by_the_broker
 ):
     """Each message was received by loadgen or is held by the broker, and loadgen counts the
     ones it did not receive as lost. The broker may also hold some that loadgen received: a
     batch comes again whole unless all its messages were acknowledged."""
-    result = one_minute_run.result
+    result = half_minute_run.result
     received, held = set(deliveries.send_times), set(held_by_the_broker)
     assert len(received | held) == result["totalMessagesSent"], (
         f"sent {result['totalMessagesSent']}, loadgen received {len(received)}, the broker "

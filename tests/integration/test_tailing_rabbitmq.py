@@ -1,4 +1,8 @@
-"""A one-minute tailing run on the real RabbitMQ server, through the same runner as the CLI."""
+"""A half-minute tailing run on the real RabbitMQ server, through the same runner as the CLI.
+
+Half a minute, not OMB's one: holding the rate within 1 % and receiving every message mean
+the same over three 10-s periods as over six (Kafka's run stays OMB's one-minute acceptance run).
+"""
 
 import json
 
@@ -13,30 +17,32 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def one_minute_run(rabbitmq_spec, tailing, tmp_path_factory):
+def half_minute_run(rabbitmq_spec, tailing, tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
     return run_one(
-        RunRequest(tailing(5_000), rabbitmq_spec, RunOptions(stats_interval_s=10), out_dir=out)
+        RunRequest(
+            tailing(5_000, minutes=0.5), rabbitmq_spec, RunOptions(stats_interval_s=10), out_dir=out
+        )
     )
 
 
-def test_one_minute_at_5k_holds_the_rate(one_minute_run):
-    rate = sent_per_second(measured_intervals(one_minute_run.outcome.intervals))
+def test_half_a_minute_at_5k_holds_the_rate(half_minute_run):
+    rate = sent_per_second(measured_intervals(half_minute_run.outcome.intervals))
     assert rate == pytest.approx(5_000, rel=0.01)
 
 
-def test_one_minute_at_5k_receives_every_message_sent(one_minute_run):
-    result = one_minute_run.result
+def test_half_a_minute_at_5k_receives_every_message_sent(half_minute_run):
+    result = half_minute_run.result
     assert result["driver"] == "RabbitMQ"
     assert result["totalPublishErrors"] == 0
-    assert result["totalMessagesSent"] > 300_000
+    assert result["totalMessagesSent"] > 150_000
     assert result["totalMessagesReceived"] == result["totalMessagesSent"]
     assert 0 < result["aggregatedEndToEndLatency50pct"] < result["aggregatedEndToEndLatencyMax"]
     assert result["aggregatedPublishLatency99pct"] > 0
 
 
-def test_the_run_leaves_no_exchange_or_queue_behind(one_minute_run, rabbitmq_broker):
-    topic = one_minute_run.outcome.topics[0]
+def test_the_run_leaves_no_exchange_or_queue_behind(half_minute_run, rabbitmq_broker):
+    topic = half_minute_run.outcome.topics[0]
     queues = json.loads(rabbitmqctl(rabbitmq_broker, "list_queues", "name", "--formatter", "json"))
     exchanges = json.loads(
         rabbitmqctl(rabbitmq_broker, "list_exchanges", "name", "--formatter", "json")

@@ -102,7 +102,7 @@ def workload():
 
 
 def measure_on_memory(tmp_path):
-    options = RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1)
+    options = RunOptions(duration_s=0.5, warmup_s=0, stats_interval_s=0.5)
 
     def measure(rate):
         return sweep.measure_point(

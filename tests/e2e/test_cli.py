@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -140,10 +141,12 @@ def test_validate_accepts_every_shipped_config():
     assert done.stdout.count("ok") == len(files)
 
 
-@pytest.mark.parametrize("kind", ["kafka", "rabbitmq", "pulsar"])
+@pytest.mark.parametrize("kind", ["kafka", "rabbitmq", "pulsar", "spark"])
 def test_brokers_up_status_down_manage_a_local_broker(tmp_path, kind):
     if kind == "rabbitmq" and not rabbitmq_installed():
         unavailable("rabbitmq-server is not installed")
+    if kind == "spark" and shutil.which("java") is None:
+        unavailable("no java on the PATH: a Spark standalone cluster cannot start")
     env = {**os.environ, "LOADGEN_STATE_DIR": str(tmp_path)}
 
     def brokers(*args):

@@ -39,6 +39,8 @@ SETTINGS = {
     "spark.driver.extraJavaOptions": " ".join(
         [f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}", *LEAN_JVM]
     ),
+    # a cluster's executors only list and read small files for the pipeline: lean as well
+    "spark.executor.extraJavaOptions": " ".join(LEAN_JVM),
 }
 LOOPBACK = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
 

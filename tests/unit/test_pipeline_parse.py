@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from loadgen.pipeline.landing import RECORD_FIELDS
 from loadgen.pipeline.parse import MAX_LINE_BYTES, UNTERMINATED, parse_file
-from loadgen.pipeline.tables import PARSED_COLUMNS, PROBLEM, RAW_LINE
+from loadgen.pipeline.tables import PROBLEM, RAW_LINE, SOURCE_FILE
 
 GOOD = {"kind": "interval", "run_id": "r", "worker_id": "w0", "workers": 1, "seq": 0}
 
@@ -45,7 +46,7 @@ def test_good_lines_keep_every_field_and_an_unterminated_tail_is_a_problem():
     rows = list(parse_file("f", line(seq=1) + b"\n" + line(seq=2) + b'{"seq": 3'))
     assert [row["seq"] for row in rows[:2]] == [1, 2] and rows[0][PROBLEM] is None
     assert rows[2][PROBLEM] == UNTERMINATED and rows[2][RAW_LINE] == '{"seq": 3'
-    assert all(set(row) <= {name for name, _ in PARSED_COLUMNS} for row in rows)
+    assert all(set(row) <= {*RECORD_FIELDS, SOURCE_FILE, PROBLEM, RAW_LINE} for row in rows)
 
 
 def test_an_empty_file_yields_no_rows_here():

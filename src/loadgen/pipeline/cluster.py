@@ -2,8 +2,8 @@
 ``workers`` workers, each a JVM in its own process group, for ``loadgen brokers up spark`` and
 the test suite.
 
-Executors run ``PYSPARK_PYTHON`` (this Python, by default), so they have loadgen's dependencies;
-the driver ships loadgen's own code to them (:mod:`loadgen.pipeline.spark`).
+The pipeline runs no Python on executors (:mod:`loadgen.pipeline.spark`): they need only the JVM
+and the landing directory, so the workers start with nothing Python-specific.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -45,12 +44,11 @@ def _environment(folder: Path) -> dict[str, str]:
         "SPARK_WORK_DIR": str(folder / "work"),
         "SPARK_LOG_DIR": str(folder / "logs"),
         "SPARK_LOCAL_DIRS": str(folder / "local"),
-        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
     }
 
 
 def _launch(args: list[str], log_path: Path, env: dict[str, str]) -> int:
-    """One JVM in its own session (its executors and their Python workers join its group)."""
+    """One JVM in its own session (its executors join its group)."""
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
             [str(spark_class()), *args],

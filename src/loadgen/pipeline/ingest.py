@@ -1,15 +1,16 @@
 """``loadgen pipeline ingest``: landing files → Structured Streaming → Parquet tables, exactly once.
 
-The query: the ``binaryFile`` source (each landing file's bytes), parsed line by line on the
-executors (:mod:`loadgen.pipeline.parse`: a defective line or file becomes a problem row, never
-an exception), grouped by (run, metric) into :func:`loadgen.pipeline.merge.advance` with
-Spark-managed state, then each micro-batch written by :class:`loadgen.pipeline.sink.BatchWriter`
-to ``OUT/<table>/batch=<id>``.
+The query: the ``binaryFile`` source (each new landing file's bytes, read by the executors)
+straight into :class:`loadgen.pipeline.sink.BatchWriter`, which parses the lines in the driver
+(:mod:`loadgen.pipeline.parse`: a defective line or file becomes a problem row, never an
+exception), merges them per (run, metric) with :func:`loadgen.pipeline.merge.advance` and writes
+``OUT/<table>/batch=<id>``.
 
-Exactly once: the checkpoint (``OUT/_checkpoint``) records which files each batch read and the
-merge state after it; a job killed mid-batch re-runs that batch from the previous state on
-restart and overwrites the batch's files, so no interval is lost or written twice. Since no
-input can fail a batch, a restart never replays into the same failure.
+Exactly once: the checkpoint (``OUT/_checkpoint``) records which files each batch read, and
+``OUT/_state`` the merge state after each batch (:mod:`loadgen.pipeline.state`); a job killed
+mid-batch re-runs that batch from the previous batch's state on restart and overwrites the
+batch's files, so no interval is lost or written twice. Since no input can fail a batch, a
+restart never replays into the same failure.
 Processed landing files are moved to ``OUT/_landed`` (``--keep-landing`` leaves them) so the
 source's directory listing stays short in long sessions.
 """
@@ -20,37 +21,22 @@ import contextlib
 import logging
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loadgen.errors import LoadgenError
-from loadgen.pipeline.merge import RunState, advance
-from loadgen.pipeline.parse import parse_files
 from loadgen.pipeline.sink import BatchWriter, describe
 from loadgen.pipeline.spark import start_session
-from loadgen.pipeline.tables import (
-    CHECKPOINT,
-    LANDED,
-    MERGED_COLUMNS,
-    PARSED_COLUMNS,
-    TABLE_COLUMN,
-    TABLES,
-    ddl,
-    object_frame,
-)
+from loadgen.pipeline.tables import CHECKPOINT, LANDED
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
-    from pyspark.sql.streaming.state import GroupState
 
 log = logging.getLogger("loadgen.pipeline")
 
-STATE_SCHEMA = "state STRING"
 BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 """The ``binaryFile`` source's fixed columns (a streaming source must be told its schema)."""
 STOP_POLL_S = 0.5
@@ -73,33 +59,8 @@ class IngestSettings:
     conf: tuple[tuple[str, str], ...] = ()
 
 
-def merge_group(
-    key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: GroupState
-) -> Iterator[pd.DataFrame]:
-    """One (run, metric) group of one micro-batch through the merge, its state kept by Spark."""
-    run_id, metric = key
-    previous = RunState.loads(state.get[0]) if state.exists else None
-    rows = [row for frame in frames for row in frame.to_dict("records")]
-    step = advance(run_id, metric, previous, rows, time.time())
-    if step.state is not None:
-        state.update((step.state.dumps(),))
-    merged = [{TABLE_COLUMN: table, **row} for table in TABLES for row in getattr(step, table)]
-    yield object_frame(merged, MERGED_COLUMNS)
-
-
-def warm_up(spark: SparkSession) -> None:
-    """Start the Python workers the query's tasks use (each imports pandas, pyarrow and loadgen:
-    about a second of CPU) before a live job says it is watching, so the run started then does
-    not share the machine with that cold start."""
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 1)
-    empty = spark.createDataFrame([("", b"")] * partitions, "path STRING, content BINARY")
-    empty.repartition(partitions).mapInPandas(parse_files, ddl(PARSED_COLUMNS)).collect()
-
-
 def start_query(spark: SparkSession, settings: IngestSettings, sink: BatchWriter) -> StreamingQuery:
-    """Start the query: landing files → parsed lines → merge per (run, metric) → ``sink``."""
-    from pyspark.sql.streaming.state import GroupStateTimeout
-
+    """Start the query: each micro-batch's new landing files (path, bytes) → ``sink``."""
     reader = (
         spark.readStream.format("binaryFile")
         .schema(BINARY_FILE_SCHEMA)
@@ -112,12 +73,8 @@ def start_query(spark: SparkSession, settings: IngestSettings, sink: BatchWriter
             "sourceArchiveDir", str(settings.out / LANDED)
         )
     files = reader.load(str(settings.landing)).select("path", "content")
-    lines = files.mapInPandas(parse_files, ddl(PARSED_COLUMNS))
-    merged = lines.groupBy("run_id", "metric").applyInPandasWithState(
-        merge_group, ddl(MERGED_COLUMNS), STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout
-    )
     writer = (
-        merged.writeStream.foreachBatch(sink)
+        files.writeStream.foreachBatch(sink)
         .option("checkpointLocation", str(settings.out / CHECKPOINT))
         .outputMode("append")
     )
@@ -160,8 +117,6 @@ def ingest(spark: SparkSession, settings: IngestSettings, stop: threading.Event)
 
     batches = BatchWriter(settings.out)
     try:
-        if not settings.once:
-            warm_up(spark)
         query = start_query(spark, settings, batches)
         if not settings.once:
             log.info(

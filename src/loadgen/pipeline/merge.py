@@ -1,15 +1,16 @@
 """The pipeline's merge: landing lines of one (run, metric) in, final interval and run rows out.
 
-Plain Python over :mod:`loadgen.hdr`, so the Spark job and the unit tests run the same code and
-every percentile is the one the run's result JSON has (Java-equal, exact merges).
+Plain Python over :mod:`loadgen.hdr`, run in the Spark job's driver (its micro-batch sink), so
+the job and the unit tests run the same code and every percentile is the one the run's result
+JSON has (Java-equal, exact merges).
 
 Per (run, metric) the state holds the intervals still waiting for a worker, the run's merged
 measured histogram and counters, and which workers have ended. An interval is emitted once, when
 every worker has reported it; the run row is emitted once, when every worker's end marker and all
 the intervals it announced have arrived — or, for a run whose worker died without an end marker,
 when a ``close`` marker arrives (then the rows say ``complete = false``). There is deliberately
-no timeout: Spark runs a batch every trigger for groups with processing-time timeouts (so an
-``availableNow`` job never ends), and event-time timeouts drop late lines without a word.
+no timeout: a run that goes quiet is closed by hand (``loadgen pipeline close``), never by a
+clock that would drop a slow worker's late lines.
 
 A line that cannot be used (malformed, unknown metric, bad histogram, a duplicate, too late)
 becomes a quarantine row with the reason; it never stops the job and never touches the others.

@@ -2,30 +2,20 @@
 
 Spark's JSON reader hands a line with invalid UTF-8 to Arrow as a broken string, and the whole
 micro-batch fails — again on every restart, since the checkpoint replays it. So the job reads
-each file as bytes (Spark's ``binaryFile`` source) and this module, running on the executors,
-turns it into rows: a usable line becomes its fields, anything else a row whose
-:data:`~loadgen.pipeline.tables.PROBLEM` says why (the merge quarantines it). Nothing in a file
-can raise here.
+each file as bytes (Spark's ``binaryFile`` source) and this module, in the driver's
+micro-batch sink (:mod:`loadgen.pipeline.sink`), turns it into rows: a usable line becomes its
+fields, anything else a row whose :data:`~loadgen.pipeline.tables.PROBLEM` says why (the merge
+quarantines it). Nothing in a file can raise here.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loadgen.pipeline.landing import RECORD_FIELDS
-from loadgen.pipeline.tables import (
-    LANDING_TYPES,
-    PARSED_COLUMNS,
-    PROBLEM,
-    RAW_LINE,
-    SOURCE_FILE,
-    object_frame,
-)
-
-if TYPE_CHECKING:
-    import pandas as pd
+from loadgen.pipeline.tables import LANDING_TYPES, PROBLEM, RAW_LINE, SOURCE_FILE
 
 MAX_LINE_BYTES = 1 << 20
 """A landing line is a few KB (one histogram); a line over 1 MiB is not one of ours."""
@@ -114,14 +104,3 @@ def parse_file(path: str, content: bytes) -> Iterator[dict[str, Any]]:
             yield parse_line(path, line)
     if last:
         yield _problem_row(path, UNTERMINATED, last)
-
-
-def parse_files(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """``mapInPandas`` over the ``binaryFile`` source: (path, content) in, landing rows out."""
-    for frame in frames:
-        rows = [
-            row
-            for path, content in zip(frame["path"], frame["content"], strict=True)
-            for row in parse_file(path, bytes(content))
-        ]
-        yield object_frame(rows, PARSED_COLUMNS)

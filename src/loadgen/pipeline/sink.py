@@ -1,10 +1,14 @@
-"""``foreachBatch``: each micro-batch's rows into ``OUT/<table>/batch=<id>/`` as Parquet.
+"""``foreachBatch``: each micro-batch's landing files parsed, merged and written, in the driver.
 
-One Spark job per batch: the rows (a few per interval) are collected to the driver as Arrow and
-written there with pyarrow, one file per table, by atomic rename. A batch re-run after a crash
-replaces its first attempt's files, never adds to them. (Letting Spark write each table cost a
-count job and three write jobs per batch: most of the live job's CPU.) ``OUT`` is therefore a
-path on the driver's file system.
+One Spark job per batch, which only lists and reads the new landing files; their bytes come to
+the driver as Arrow, and everything else is the driver's Python: :mod:`loadgen.pipeline.parse`,
+:func:`loadgen.pipeline.merge.advance` per (run, metric) from the state the previous batch left
+(:mod:`loadgen.pipeline.state`), then each table written with pyarrow as
+``OUT/<table>/batch=<id>/`` by atomic rename, then the new state. No Python runs on the
+executors: no Python workers to start, no code to ship, no shuffle, no Spark state store (that
+pipeline cost most of the live job's CPU, bench/RESULTS.md). A batch re-run after a crash starts
+from the same state and replaces its first attempt's files, never adds to them. ``OUT`` is
+therefore a path on the driver's file system.
 
 Every landing file with a quarantined line is also copied to ``OUT/_quarantined/batch=<id>/``
 next to a ``.reason`` file; a file that was listed but gone before it could be read (Spark skips
@@ -20,17 +24,15 @@ import shutil
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from loadgen.pipeline import state
 from loadgen.pipeline.checkpoint import batch_files
-from loadgen.pipeline.tables import (
-    CHECKPOINT,
-    QUARANTINED,
-    TABLE_COLUMN,
-    TABLES,
-    arrow_schema,
-)
+from loadgen.pipeline.merge import RunState, advance
+from loadgen.pipeline.parse import parse_file
+from loadgen.pipeline.state import Key
+from loadgen.pipeline.tables import CHECKPOINT, QUARANTINED, TABLES, arrow_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,6 +51,31 @@ def local_path(uri: str) -> Path | None:
     return Path(unquote(parsed.path)) if parsed.scheme in ("", "file") else None
 
 
+def merge_files(
+    paths: list[str], contents: list[bytes], states: dict[Key, RunState], now: float
+) -> dict[str, list[dict[str, Any]]]:
+    """One batch's files through parse and merge: each table's rows; ``states`` is advanced in
+    place (a group gets a state with its first usable line)."""
+    groups: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    for path, content in zip(paths, contents, strict=True):
+        for row in parse_file(path, content):
+            groups[(row.get("run_id"), row.get("metric"))].append(row)
+    rows: dict[str, list[dict[str, Any]]] = {table: [] for table in TABLES}
+    for (run_id, metric), lines in groups.items():
+        step = advance(run_id, metric, states.get((run_id, metric)), lines, now)
+        if step.state is not None:
+            states[(run_id, metric)] = step.state
+        for table in TABLES:
+            rows[table] += getattr(step, table)
+    return rows
+
+
+def rows_table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.Table.from_pylist(rows, arrow_schema(columns))
+
+
 def write_table(rows: pa.Table, directory: Path) -> None:
     """``rows`` as ``directory/PART``, replacing what a first attempt of the batch wrote."""
     import pyarrow.parquet as pq
@@ -60,33 +87,29 @@ def write_table(rows: pa.Table, directory: Path) -> None:
 
 
 class BatchWriter:
-    """Writes every micro-batch and keeps the totals for the job's last line."""
+    """Parses, merges and writes every micro-batch; keeps the totals for the job's last line."""
 
     def __init__(self, out: Path) -> None:
         self.out = out
         self.totals = dict.fromkeys(TABLES, 0)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        import pyarrow as pa
-
-        merged = batch.toArrow()
-        unread = self._unread(batch_id)
-        written = {}
-        for table, columns in TABLES.items():
-            schema = arrow_schema(columns)
-            chosen = merged.filter(pa.compute.equal(merged[TABLE_COLUMN], table))
-            rows = chosen.select(schema.names).cast(schema)
-            if table == "quarantine" and unread:
-                rows = pa.concat_tables([rows, pa.Table.from_pylist(unread, schema)])
-            written[table] = rows
-            if rows.num_rows:
-                write_table(rows, self.out / table / f"batch={batch_id}")
-                self.totals[table] += rows.num_rows
-        counts = {table: rows.num_rows for table, rows in written.items()}
+        files = batch.toArrow()
+        states = state.load(self.out, batch_id)
+        step = merge_files(
+            files["path"].to_pylist(), files["content"].to_pylist(), states, time.time()
+        )
+        step["quarantine"] += self._unread(batch_id)
+        counts = {table: len(rows) for table, rows in step.items()}
+        for table, rows in step.items():
+            if rows:
+                write_table(rows_table(rows, TABLES[table]), self.out / table / f"batch={batch_id}")
+                self.totals[table] += len(rows)
         if any(counts.values()):
             log.info("batch %d: %s", batch_id, describe(counts))
         if counts["quarantine"]:
-            self._quarantine_files(written["quarantine"].to_pylist(), batch_id)
+            self._quarantine_files(step["quarantine"], batch_id)
+        state.save(self.out, batch_id, states)
 
     def _unread(self, batch_id: int) -> list[dict[str, object]]:
         """Quarantine rows for the batch's files Spark gave no rows for: gone, or empty."""

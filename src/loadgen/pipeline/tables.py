@@ -7,12 +7,11 @@ merge's rows against them without starting Spark. Latencies are µs, Java-equal 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from loadgen.pipeline.landing import COUNTERS, RECORD_FIELDS
+from loadgen.pipeline.landing import COUNTERS
 
 if TYPE_CHECKING:
-    import pandas as pd
     import pyarrow as pa
 
 LANDING_TYPES = {
@@ -33,14 +32,6 @@ PROBLEM = "_problem"
 """Why a landing line cannot be used (set by :mod:`loadgen.pipeline.parse`), null when it can."""
 RAW_LINE = "_raw"
 """The start of an unusable line, for the quarantine table."""
-
-PARSED_COLUMNS = [
-    *[(name, LANDING_TYPES.get(name, "STRING")) for name in RECORD_FIELDS],
-    (SOURCE_FILE, "STRING"),
-    (PROBLEM, "STRING"),
-    (RAW_LINE, "STRING"),
-]
-"""What the parse step hands the merge: every landing field, the file, and any problem."""
 
 _LABELS = [
     ("run_id", "STRING"),
@@ -104,41 +95,18 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 }
 """Each output table's columns and Spark types, in order."""
 
-TABLE_COLUMN = "table"
-
 CHECKPOINT = "_checkpoint"
-"""``OUT/_checkpoint``: the streaming job's offsets, commits and merge state."""
+"""``OUT/_checkpoint``: the streaming job's offsets and commits (which files each batch read)."""
+STATE = "_state"
+"""``OUT/_state/batch=<id>``: the merge's state after a batch (:mod:`loadgen.pipeline.state`)."""
 LANDED = "_landed"
 """``OUT/_landed``: landing files the job has committed, moved out of the landing directory."""
 QUARANTINED = "_quarantined"
 """``OUT/_quarantined/batch=<id>/``: copies of files with quarantined lines, and the reasons."""
 
 
-def _union() -> list[tuple[str, str]]:
-    columns: dict[str, str] = {TABLE_COLUMN: "STRING"}
-    for table in TABLES.values():
-        for name, kind in table:
-            if columns.setdefault(name, kind) != kind:
-                raise AssertionError(f"column {name} has two types: {columns[name]}, {kind}")
-    return list(columns.items())
-
-
-MERGED_COLUMNS = _union()
-"""The merge's output: every table's columns plus :data:`TABLE_COLUMN` saying whose row it is."""
-
-
 def ddl(columns: list[tuple[str, str]]) -> str:
     return ", ".join(f"{name} {kind}" for name, kind in columns)
-
-
-def object_frame(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pd.DataFrame:
-    """``rows`` as a pandas frame with ``columns``, each of dtype object, so a None stays a
-    null in any Spark type (a float NaN would not be one in a BIGINT column)."""
-    import pandas as pd
-
-    return pd.DataFrame(
-        {name: pd.Series([row.get(name) for row in rows], dtype=object) for name, _ in columns}
-    )
 
 
 ARROW_TYPES = {"STRING": "string", "INT": "int32", "BIGINT": "int64", "DOUBLE": "float64"}

@@ -19,7 +19,6 @@ checkpoint's record of the batch.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
 from collections import defaultdict
@@ -33,6 +32,7 @@ from loadgen.pipeline.merge import RunState, advance
 from loadgen.pipeline.parse import parse_file
 from loadgen.pipeline.state import Key
 from loadgen.pipeline.tables import CHECKPOINT, QUARANTINED, TABLES, arrow_schema
+from loadgen.results.files import write_bytes_atomic
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -78,12 +78,12 @@ def rows_table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pa
 
 def write_table(rows: pa.Table, directory: Path) -> None:
     """``rows`` as ``directory/PART``, replacing what a first attempt of the batch wrote."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    directory.mkdir(parents=True, exist_ok=True)
-    temporary = directory / f".{PART}.{os.getpid()}"
-    pq.write_table(rows, temporary)
-    os.replace(temporary, directory / PART)
+    encoded = pa.BufferOutputStream()
+    pq.write_table(rows, encoded)
+    write_bytes_atomic(directory / PART, encoded.getvalue().to_pybytes())
 
 
 class BatchWriter:

@@ -13,11 +13,11 @@ The file: one line per group, its key ``[run_id, metric]`` as JSON, a tab, then
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from loadgen.pipeline.merge import RunState
 from loadgen.pipeline.tables import STATE
+from loadgen.results.files import write_text_atomic
 
 Key = tuple[str, str]
 PREFIX = "batch="
@@ -49,12 +49,8 @@ def load(out: Path, batch_id: int) -> dict[Key, RunState]:
 def save(out: Path, batch_id: int, states: dict[Key, RunState]) -> None:
     """The groups' states after ``batch_id``; the files of batches before the previous go."""
     folder = out / STATE
-    folder.mkdir(parents=True, exist_ok=True)
     lines = [f"{json.dumps(list(key))}\t{state.dumps()}\n" for key, state in states.items()]
-    target = folder / f"{PREFIX}{batch_id}"
-    temporary = folder / f".{target.name}.{os.getpid()}"
-    temporary.write_text("".join(lines))
-    os.replace(temporary, target)
+    write_text_atomic(folder / f"{PREFIX}{batch_id}", "".join(lines))
     for number, path in _batches(folder).items():
         if number <= batch_id - KEPT:
             path.unlink(missing_ok=True)

@@ -72,15 +72,7 @@ class _Run:
             subscriptions_per_topic=workload.subscriptions_per_topic,
             tailing_subscriptions_per_topic=workload.tailing_subscriptions_per_topic,
         )
-        run = run_metadata(
-            workload,
-            request.driver,
-            request.options,
-            outcome,
-            self.run_id,
-            self.setup,
-            request.placement,
-        )
+        run = run_metadata(request, outcome, self.run_id, self.setup)
         return build_test_result(header, outcome, run)
 
     def checkpoint(self) -> Checkpoint | None:

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import loadgen
-from loadgen.cluster.placement import Placement
 from loadgen.cpus import available_cpus
 from loadgen.driver import load_driver_class
 from loadgen.outcome import RunOutcome
 from loadgen.redaction import redact
-from loadgen.request import RunOptions
+from loadgen.request import RunRequest
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 
@@ -70,22 +69,18 @@ def configuration(workload: Workload, spec: DriverSpec) -> dict[str, Any]:
 
 
 def run_metadata(
-    workload: Workload,
-    spec: DriverSpec,
-    options: RunOptions,
-    outcome: RunOutcome,
-    run_id: str,
-    setup: dict[str, Any] | None = None,
-    placement: Placement | None = None,
+    request: RunRequest, outcome: RunOutcome, run_id: str, setup: dict[str, Any]
 ) -> dict[str, Any]:
     """The ``run`` block of the result: id, configuration, config echo, drain and clock facts.
 
-    ``setup`` is the run's :func:`configuration` when the caller already has it; the workers,
-    their clock offsets and roles come from the outcome (the worker that ran it).
+    ``setup`` is the run's :func:`configuration`, taken once when it started (the landing
+    files carry the same); the workers, their clock offsets and roles come from the outcome
+    (the worker that ran it).
     """
+    options = request.options
     return {
         "runId": run_id,
-        **(setup or configuration(workload, spec)),
+        **setup,
         "startedAt": datetime.fromtimestamp(outcome.started_ms / 1000, UTC).isoformat(),
         "endedAt": datetime.fromtimestamp(outcome.ended_ms / 1000, UTC).isoformat(),
         "options": {f.name: getattr(options, f.name) for f in fields(options)},
@@ -97,6 +92,6 @@ def run_metadata(
         },
         "phaseSeconds": {phase: round(t, 3) for phase, t in outcome.phase_seconds.items()},
         "stopDetail": outcome.stop_detail or None,
-        "placement": (placement or Placement()).describe(),
+        "placement": request.placement.describe(),
         **outcome.placement,
     }

@@ -774,6 +774,27 @@ def report(
             click.echo(path)
 
 
+@cli.command()
+@click.argument("journal", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Result JSON to write (default: <stem>.json beside the journal).",
+)
+def recover(journal: Path, out: Path | None) -> None:
+    """Write the result of a run that died (killed, crashed) from the JOURNAL it left.
+
+    The result says ``"incomplete": true, "stopReason": "unfinished"``; ``report`` and
+    ``compare`` also read the journal itself."""
+    from loadgen.results.journal import result_from_journal
+
+    target = out or journal.with_suffix(".json")
+    write_json_atomic(target, result_from_journal(journal))
+    click.echo(target)
+
+
 @cli.command(epilog=PROBE_EXAMPLES)
 @click.argument("url")
 @click.option(

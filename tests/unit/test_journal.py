@@ -8,8 +8,10 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from loadgen import hdr
+from loadgen.cli import cli
 from loadgen.errors import ConfigError
 from loadgen.listeners import Listeners
 from loadgen.results.checkpoint import Checkpoint
@@ -126,7 +128,7 @@ def test_a_damaged_line_before_the_last_or_a_stranger_file_is_refused(tmp_path):
     path = journal_path(tmp_path / NAME)
     lines = path.read_bytes().split(b"\n")
     path.write_bytes(b"\n".join([lines[0], lines[1][:30], *lines[2:]]))
-    with pytest.raises(ConfigError, match="line 2 is not JSON"):
+    with pytest.raises(ConfigError, match="line 2 is not an interval record"):
         read_journal(path)
     path.write_text('{"publishRate": []}\n')
     with pytest.raises(ConfigError, match="not a loadgen journal"):
@@ -199,3 +201,20 @@ def test_each_interval_costs_the_same_at_the_3000th_as_at_the_10th(tmp_path):
     tracemalloc.stop()
     assert late < early * 4, (early, late)  # rewriting the result grew ~100-fold by then
     assert retained < 30 * 1024, retained  # under 1 KB an interval
+
+
+def test_compare_and_recover_take_a_journal_or_the_result_it_stands_for(tmp_path):
+    journal_of(tmp_path, kept_intervals(5))
+    journal = journal_path(tmp_path / NAME)
+    rebuilt = result_from_journal(journal)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(rebuilt))
+    for new in (journal, tmp_path / NAME):  # the result's own name: only the journal exists
+        compared = CliRunner().invoke(cli, ["compare", str(baseline), str(new)])
+        assert compared.exit_code == 0, compared.output
+    recovered = CliRunner().invoke(cli, ["recover", str(journal)])
+    assert recovered.exit_code == 0, recovered.output
+    assert json.loads((tmp_path / NAME).read_text()) == rebuilt
+    refused = CliRunner().invoke(cli, ["recover", str(baseline)])
+    assert isinstance(refused.exception, ConfigError)  # main() makes it exit 2
+    assert "not a loadgen journal" in str(refused.exception)

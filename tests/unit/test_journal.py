@@ -2,6 +2,7 @@
 
 import json
 import logging
+import os
 import statistics
 import time
 import tracemalloc
@@ -14,9 +15,16 @@ from loadgen import hdr
 from loadgen.cli import cli
 from loadgen.errors import ConfigError
 from loadgen.listeners import Listeners
+from loadgen.results import journal
 from loadgen.results.checkpoint import Checkpoint
 from loadgen.results.hlog import hlog_path, hlog_text
-from loadgen.results.journal import JournalWriter, journal_path, read_journal, result_from_journal
+from loadgen.results.journal import (
+    JournalWriter,
+    append_line,
+    journal_path,
+    read_journal,
+    result_from_journal,
+)
 from loadgen.results.runstart import UNFINISHED, RunStart, result_document, unfinished_outcome
 from loadgen.results.testresult import ResultHeader
 from loadgen.spill import Spill
@@ -218,3 +226,18 @@ def test_compare_and_recover_take_a_journal_or_the_result_it_stands_for(tmp_path
     refused = CliRunner().invoke(cli, ["recover", str(baseline)])
     assert isinstance(refused.exception, ConfigError)  # main() makes it exit 2
     assert "not a loadgen journal" in str(refused.exception)
+
+
+def test_a_line_the_disk_cut_short_is_taken_back(tmp_path, monkeypatch):
+    path = tmp_path / "j.journal"
+    append_line(path, b'{"first": 1}\n', sync=True)
+
+    write = os.write
+
+    def half(handle, data):  # what a filling disk does: takes part, then refuses the rest
+        return write(handle, data[: len(data) // 2])
+
+    monkeypatch.setattr(journal.os, "write", half)
+    with pytest.raises(OSError, match="wrote 7 of 14 bytes"):
+        append_line(path, b'{"second": 2}\n', sync=True)
+    assert path.read_bytes() == b'{"first": 1}\n'

@@ -174,6 +174,13 @@ def test_the_drained_last_interval_replaces_the_journals_last(tmp_path):
     assert read[-1].histogram(PUBLISH).total == drained[-1].histogram(PUBLISH).total
 
 
+def test_a_run_that_never_completes_an_interval_leaves_no_files(tmp_path):
+    checkpoint = Checkpoint(JournalWriter(NAME, START), tmp_path)
+    Listeners((checkpoint,)).phase("setup")  # then the broker cannot be reached
+    checkpoint.finish([])
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_failing_write_is_reported_once_and_the_run_goes_on(tmp_path, caplog):
     blocked = tmp_path / "file"
     blocked.write_text("")

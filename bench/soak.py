@@ -4,10 +4,10 @@ Starts a local broker (``--broker``: tansu for kafka, rabbitmq-server, pulsar-li
 ``loadgen run`` as a child process for ``--minutes`` at ``--rate``, and samples every
 ``--sample-s`` seconds each loadgen process's RSS and open descriptors (the coordinator and its
 ``--processes`` workers, from /proc) and their sum, loadgen's CPU, the broker's RSS and CPU, and
-the journal's write time per interval (median and max over the sample's intervals: each
-journal record's ``writeMs`` is the previous append's). It prints a markdown table, then the
-result's accounting and whether the broker kept up (mean publish rate within 5 % of
-``--rate``).
+the journal's write time per interval, wall and CPU (median and max over the sample's
+intervals: each journal record's ``writeMs`` and ``writeCpuMs`` are the previous append's).
+It prints a markdown table, then the result's accounting and whether the broker kept up (mean
+publish rate within 5 % of ``--rate``).
 
 Exits 1 when loadgen's RSS (sum) grew by more than ``--rss-bound-mb`` or its descriptors by
 more than ``--fd-bound`` from the first sample at or after ``--rss-from-minute`` to the last one
@@ -90,7 +90,8 @@ class JournalTail:
         self.path: Path | None = None
         self.offset = 0
         self.pending = b""
-        self.write_ms: list[float] = []
+        self.write_ms: list[tuple[float, float]] = []
+        """(wall, CPU) ms of each write read since the last :meth:`take`."""
 
     def poll(self) -> None:
         if self.path is None:
@@ -103,13 +104,21 @@ class JournalTail:
             self.offset += len(data)
             *lines, self.pending = (self.pending + data).split(b"\n")
             for line in lines:
-                written = json.loads(line).get("writeMs")
-                if written is not None:
-                    self.write_ms.append(written)
+                record = json.loads(line)
+                if "writeMs" in record:
+                    self.write_ms.append((record["writeMs"], record["writeCpuMs"]))
 
-    def take(self) -> list[float]:
+    def take(self) -> list[tuple[float, float]]:
         taken, self.write_ms = self.write_ms, []
         return taken
+
+
+def spread(name: str, values: list[float]) -> dict[str, float | None]:
+    """Median and max of ``values`` (None for none) as ``<name>_median`` and ``<name>_max``."""
+    return {
+        f"{name}_median": round(statistics.median(values), 2) if values else None,
+        f"{name}_max": round(max(values), 2) if values else None,
+    }
 
 
 class Sampler:
@@ -151,8 +160,8 @@ class Sampler:
             "fds_by_process": descriptors,
             "loadgen_cpu_pct": share[0],
             "journal_writes": len(writes),
-            "journal_write_ms_median": round(statistics.median(writes), 2) if writes else None,
-            "journal_write_ms_max": round(max(writes), 2) if writes else None,
+            **spread("journal_write_ms", [wall for wall, _ in writes]),
+            **spread("journal_write_cpu_ms", [cpu for _, cpu in writes]),
             "broker_rss_mb": round(sum(each(broker, rss_mb)), 1),
             "broker_cpu_pct": share[1],
         }
@@ -169,6 +178,8 @@ COLUMNS = (
     ("journal writes", "journal_writes"),
     ("journal write ms p50", "journal_write_ms_median"),
     ("journal write ms max", "journal_write_ms_max"),
+    ("journal CPU ms p50", "journal_write_cpu_ms_median"),
+    ("journal CPU ms max", "journal_write_cpu_ms_max"),
     ("broker RSS MB", "broker_rss_mb"),
     ("broker CPU %", "broker_cpu_pct"),
 )

@@ -3,8 +3,9 @@
 One JSON object a line: first the run's :class:`~loadgen.results.runstart.RunStart`, then one
 record per completed interval: its counters, and its histograms as base64 of
 :func:`loadgen.hdr.pack` (within ~10 % of the size of the V2 encoding the hlogs hold, ~35×
-cheaper to write, and read back without building a dense histogram). ``writeMs`` in a record
-is how long the previous write took (``bench/soak.py`` reads it). Each line goes in with one
+cheaper to write, and read back without building a dense histogram). ``writeMs`` and
+``writeCpuMs`` in a record are how long the previous write took, in wall time and in CPU time
+of the writing thread (``bench/soak.py`` reads them). Each line goes in with one
 ``write`` on an ``O_APPEND`` descriptor, then ``fdatasync`` (~1 ms, a tenth of a percent of a
 1-s interval): a crash (SIGKILL, a power cut) loses at most the interval being written, and a
 line torn by one is ignored by the reader with a warning. Appending costs the same at the
@@ -98,19 +99,23 @@ class JournalWriter:
         self.written = 0
         """How many of the run's intervals the journal holds (the run's list is the truth)."""
         self.hlogs: set[str] = set()
-        self.last_write_ms: float | None = None
+        self.last_write: dict[str, float] = {}
+        """The previous write's wall and CPU time, in the next interval's record."""
 
     def write(self, directory: Path, intervals: Sequence[IntervalStats]) -> None:
         """Bring the journal and hlogs in ``directory`` up to the run's ``intervals``: append
         the ones not written yet; if ``directory`` is not where the last write went (or the
         journal is new), first write the whole of both there."""
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.thread_time()
         if directory != self.directory:
             self._write_whole(directory, intervals[: self.written])
         for stats in intervals[self.written :]:
             self._append(stats, intervals)
-        self.last_write_ms = (time.perf_counter() - began) * 1000
-        log.debug("journal write: %.2f ms", self.last_write_ms)
+        self.last_write = {
+            "writeMs": round((time.perf_counter() - began) * 1000, 3),
+            "writeCpuMs": round((time.thread_time() - began_cpu) * 1000, 3),
+        }
+        log.debug("journal write: %(writeMs).2f ms, %(writeCpuMs).2f ms of CPU", self.last_write)
 
     def replace_last(self, stats: IntervalStats) -> None:
         """Record that the run's last interval became ``stats`` (the drain's messages merged
@@ -142,7 +147,7 @@ class JournalWriter:
                 self.hlogs.add(metric)
 
     def _append(self, stats: IntervalStats, intervals: Sequence[IntervalStats]) -> None:
-        record = interval_record(stats, writeMs=self.last_write_ms)
+        record = interval_record(stats, **self.last_write)
         append_line(journal_path(self._result_path()), _line(record), sync=True)
         self.written += 1
         new = set(recorded_metrics((stats,))) - self.hlogs  # this interval's: flat in the run

@@ -210,14 +210,14 @@ def test_each_interval_costs_the_same_at_the_3000th_as_at_the_10th(tmp_path):
             took.append(time.thread_time() - began)
         return statistics.median(took)
 
-    early = median_write(range(1, 30))
-    writer.written = 2970 - 1  # as if the run had gone on: the same files, 2969 intervals in
+    early = median_write(range(1, 16))
+    writer.written = 2985 - 1  # as if the run had gone on: the same files, 2984 intervals in
     tracemalloc.start()
-    late = median_write(range(2970, 3000))
+    late = median_write(range(2985, 3000))
     retained, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert late < early * 3, (early, late)  # rewriting the result grew ~100-fold by then
-    assert retained < 30 * 1024, retained  # under 1 KB an interval
+    assert retained < 15 * 1024, retained  # under 1 KB an interval
 
 
 def test_compare_and_recover_take_a_journal_or_the_result_it_stands_for(tmp_path):

@@ -16,6 +16,8 @@ per interval per metric for a whole run would not fit; the sparse form is a few 
 
 from __future__ import annotations
 
+import base64
+import ctypes
 import gc
 import math
 import struct
@@ -25,7 +27,9 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+from hdrh import codec
 from hdrh.histogram import HdrHistogram
+from pyhdrh import encode as varint_encode  # hdrh's own C encoder
 
 SIGNIFICANT_DIGITS = 5
 HIGHEST_TRACKABLE_US = {
@@ -40,6 +44,8 @@ HIGHEST_TRACKABLE_US = {
 }
 PERCENTILE_TICKS_PER_HALF_DISTANCE = 100
 MERGE_BATCH = 64
+WORD_SIZE = 8
+"""Bytes per count in an hdrh histogram's counts array (int64), as the encoder reads it."""
 PACK_HEADER = "<Icc"
 """:func:`pack`'s header: bucket count, and the type codes of the steps and of the counts."""
 SPARSE_BELOW = 8
@@ -238,17 +244,6 @@ def unpack(metric: str, data: bytes) -> Histogram:
     return Histogram(metric, np.cumsum(steps, dtype=np.int64), counts.astype(np.int64))
 
 
-def _to_hdrh(histogram: Histogram) -> HdrHistogram:
-    target = HdrHistogram(1, layout(histogram.metric).highest, SIGNIFICANT_DIGITS)
-    if len(histogram.index):
-        dense = np.ctypeslib.as_array(target.counts)
-        dense[histogram.index] = histogram.counts
-        target.total_count = histogram.total
-        target.min_value = histogram.min
-        target.max_value = histogram.max
-    return target
-
-
 def _release(dense: HdrHistogram) -> None:
     """Free ``dense``'s counts now. An hdrh histogram and its encoder refer to each other, so
     its counts array (megabytes at 12 h and 5 digits) would wait for the cyclic garbage
@@ -258,13 +253,32 @@ def _release(dense: HdrHistogram) -> None:
 
 
 def encode(histogram: Histogram) -> str:
-    """HdrHistogram V2 compressed encoding, base64 (what OMB's workers put on the wire)."""
-    dense = _to_hdrh(histogram)
-    try:
-        encoded = dense.encode()
-    finally:
-        _release(dense)
-    return encoded.decode("ascii") if isinstance(encoded, bytes) else encoded
+    """HdrHistogram V2 compressed encoding, base64 (what OMB's workers put on the wire).
+
+    Byte for byte what ``hdrh``'s ``HdrHistogram.encode`` writes (its own varint encoder, the
+    same headers and zlib level), but from a counts array that ends at the largest recorded
+    value: the encoding stops there anyway, and the whole array (10-21 MB, zeroed for every
+    call) made each encode cost ~4 ms, most of a run's per-interval journal write."""
+    relevant = int(histogram.index[-1]) + 1 if len(histogram.index) else 0
+    counts = np.zeros(relevant, dtype=np.int64)
+    counts[histogram.index] = histogram.counts
+    room = relevant * (WORD_SIZE + 1)  # hdrh's bound: a varint takes a byte more than a word
+    buffer = ctypes.create_string_buffer(codec.payload_header_size + room)
+    start = ctypes.addressof(buffer) + codec.payload_header_size
+    written = varint_encode(counts.ctypes.data, relevant, WORD_SIZE, start, room)
+    header = codec.PayloadHeader(
+        cookie=codec.get_encoding_cookie(),
+        payload_len=written,
+        normalizing_index_offset=0,
+        significant_figures=SIGNIFICANT_DIGITS,
+        lowest_trackable_value=1,
+        highest_trackable_value=layout(histogram.metric).highest,
+        conversion_ratio_bits=1,
+    )
+    ctypes.memmove(buffer, ctypes.addressof(header), codec.payload_header_size)
+    compressed = zlib.compress(buffer.raw[: codec.payload_header_size + written])
+    outer = codec.ExternalHeader(cookie=codec.get_compression_cookie(), length=len(compressed))
+    return base64.b64encode(bytes(outer) + compressed).decode("ascii")
 
 
 def decode(metric: str, text: str) -> Histogram:

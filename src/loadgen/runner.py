@@ -145,10 +145,12 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
         ):
             outcome = run_tailing(worker, workload, payloads, request.options, listeners)
         status = "incomplete" if outcome.incomplete else "complete"
+        if checkpoint is not None:
+            checkpoint.finish(outcome.intervals)
     finally:  # after_run undoes what before_run did, so it runs whenever before_run did
         done_hooks += run_after(request.hooks, {**env, "LOADGEN_RUN_STATUS": status})
-    if checkpoint is not None:
-        checkpoint.finish(outcome.intervals)
+        if checkpoint is not None:  # its writer thread ends with the run, also when it raises
+            checkpoint.close()
     if landing is not None:
         landing.end(
             outcome.intervals, incomplete=outcome.incomplete, stop_reason=outcome.stop_reason

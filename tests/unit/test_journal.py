@@ -80,6 +80,14 @@ def records(path):
     return [{key: value for key, value in line.items() if key not in timings} for line in lines]
 
 
+def until(condition, timeout_s=10.0):
+    """Wait for what another thread does (the checkpoint's writer), at most ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
 def comparable(document):
     return json.loads(json.dumps(document))
 
@@ -185,10 +193,15 @@ def test_a_run_that_never_completes_an_interval_leaves_no_files(tmp_path):
 def test_a_failing_write_is_reported_once_and_the_run_goes_on(tmp_path, caplog):
     blocked = tmp_path / "file"
     blocked.write_text("")
-    listeners = Listeners((Checkpoint(JournalWriter(NAME, START), blocked / "out"),))
+    checkpoint = Checkpoint(JournalWriter(NAME, START), blocked / "out")
+    listeners = Listeners((checkpoint,))
     listeners.phase("setup")
-    for stats in kept_intervals(3):
-        listeners.interval(stats, 0)  # a directory that cannot exist: every write fails
+    first, *others = kept_intervals(3)
+    listeners.interval(first, 0)  # a directory that cannot exist: every write fails
+    until(lambda: "writing the journal" in caplog.text)
+    for stats in others:
+        listeners.interval(stats, 0)
+    checkpoint.finish([first, *others])  # the writer's last pass: one more write that fails
     assert caplog.text.count("writing the journal") == 1
 
 

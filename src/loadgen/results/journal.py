@@ -102,11 +102,17 @@ class JournalWriter:
         self.hlogs: set[str] = set()
         self.last_write: dict[str, float] = {}
         """The previous write's wall and CPU time, in the next interval's record."""
+        self.closed = False
+        """Set when the run stopped waiting for this writer (a hung disk): a write still under
+        way adds nothing more, since the run's end writes the result and hlogs itself (a line
+        appended after that would land in its hlogs)."""
 
     def write(self, directory: Path, intervals: Sequence[IntervalStats]) -> None:
         """Bring the journal and hlogs in ``directory`` up to the run's ``intervals``: append
         the ones not written yet; if ``directory`` is not where the last write went (or the
         journal is new), first write the whole of both there."""
+        if self.closed:
+            return
         began, began_cpu = time.perf_counter(), time.thread_time()
         if directory != self.directory:
             self._write_whole(directory, intervals[: self.written])
@@ -123,7 +129,7 @@ class JournalWriter:
         into it); the hlogs are rewritten by the run's end."""
         assert self.directory is not None, "replace_last after a first write"
         record = interval_record(stats, replacesLast=True)
-        append_line(journal_path(self._result_path()), _line(record), sync=True)
+        self._add(journal_path(self._result_path()), _line(record), sync=True)
 
     def _result_path(self) -> Path:
         assert self.directory is not None
@@ -149,7 +155,7 @@ class JournalWriter:
 
     def _append(self, stats: IntervalStats, intervals: Sequence[IntervalStats]) -> None:
         record = interval_record(stats, **self.last_write)
-        append_line(journal_path(self._result_path()), _line(record), sync=True)
+        self._add(journal_path(self._result_path()), _line(record), sync=True)
         self.written += 1
         new = set(recorded_metrics((stats,))) - self.hlogs  # this interval's: flat in the run
         if new:
@@ -158,7 +164,11 @@ class JournalWriter:
             return
         for metric in self.hlogs - new:
             line = hlog_line(metric, stats, self.start.started_ms) + "\n"
-            append_line(hlog_path(self._result_path(), metric), line.encode(), sync=False)
+            self._add(hlog_path(self._result_path(), metric), line.encode(), sync=False)
+
+    def _add(self, path: Path, line: bytes, *, sync: bool) -> None:
+        if not self.closed:
+            append_line(path, line, sync=sync)
 
 
 def read_journal(path: Path) -> tuple[RunStart, list[IntervalStats]]:

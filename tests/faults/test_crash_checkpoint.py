@@ -56,10 +56,31 @@ def wait_for_intervals(child, count):
     pytest.fail(f"the run ended after {seen} intervals")
 
 
+def wait_until_written(out, intervals, timeout_s=20.0):
+    """Until ``intervals`` are in the journal and every hlog: the journal's own thread writes
+    an interval after its console line, by what the disk takes (seconds on a busy machine)."""
+
+    def lines(path):
+        return path.read_bytes().count(b"\n") if path.exists() else 0
+
+    def written():
+        journals = list(out.glob("*.journal"))
+        return bool(journals) and all(
+            lines(path) >= header + intervals
+            for path, header in [(journals[0], 1)]
+            + [(hlog_path(journals[0], metric), 5) for metric in METRICS]
+        )
+
+    deadline = time.monotonic() + timeout_s
+    while not written():
+        assert time.monotonic() < deadline, f"{intervals} intervals not written in {timeout_s} s"
+        time.sleep(0.05)
+
+
 def test_sigkill_mid_run_leaves_the_result_of_the_last_completed_interval(tmp_path):
     child = start(tmp_path, 60)
     wait_for_intervals(child, 3)
-    time.sleep(0.3)  # the third interval is appended right after its line
+    wait_until_written(tmp_path / "out", 3)
     child.send_signal(signal.SIGKILL)
     child.wait(10)
     out = tmp_path / "out"

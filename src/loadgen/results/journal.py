@@ -8,7 +8,8 @@ crashed hour of 1-s intervals would take a minute to report instead of seconds. 
 ``writeCpuMs`` in a record are how long the previous write took, in wall time and in CPU time
 of the writing thread (``bench/soak.py`` reads them). Each line goes in with one
 ``write`` on an ``O_APPEND`` descriptor, then ``fdatasync`` (~1 ms, a tenth of a percent of a
-1-s interval): a crash (SIGKILL, a power cut) loses at most the interval being written, and a
+1-s interval; the checkpoint writes on a thread of its own, so a slow disk delays the journal,
+not the run): a crash (SIGKILL, a power cut) loses at most the intervals not written yet, and a
 line torn by one is ignored by the reader with a warning. Appending costs the same at the
 3000th interval as at the 3rd, where rewriting the result did not. The hlogs beside it
 (:mod:`loadgen.results.hlog`) grow the same way, a line per measured interval, not synced:

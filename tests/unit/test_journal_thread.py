@@ -4,6 +4,7 @@ blocks before writing); the runs are real (memory broker)."""
 
 import json
 import logging
+import statistics
 import threading
 import time
 
@@ -53,10 +54,14 @@ def test_a_slow_disk_delays_the_journal_never_the_runs_intervals(tmp_path, monke
     monkeypatch.setattr(runner, "JournalWriter", SlowWriter)
     request = RunRequest(workload(), MEMORY, OPTIONS, out_dir=tmp_path)
     _, _, outcome = runner.execute(request)  # run_one would remove the journal
-    lengths = [(s.end_ms - s.start_ms) / 1000 for s in outcome.intervals]
+    intervals = outcome.intervals
+    lengths = [(s.end_ms - s.start_ms) / 1000 for s in intervals]
     assert len(lengths) == round(OPTIONS.duration_s / STATS_INTERVAL_S), lengths
-    for length in lengths:  # written on the measurement thread, they were 0.5 s then ~0
-        assert length == pytest.approx(STATS_INTERVAL_S, rel=0.2), lengths
+    # written on the measurement thread, each took 0.31-0.35 s and the run 3.2 s: the median
+    # and the span, not each interval, which a late wake-up on a busy machine moves
+    assert statistics.median(lengths) == pytest.approx(STATS_INTERVAL_S, rel=0.2), lengths
+    span = (intervals[-1].end_ms - intervals[0].start_ms) / 1000
+    assert span == pytest.approx(OPTIONS.duration_s, rel=0.15), lengths
     journal = journal_path(runner.result_path(tmp_path, request, outcome.started_ms))
     _, written = read_journal(journal)  # complete once the run has ended
     assert [s.sent for s in written] == [s.sent for s in outcome.intervals]
@@ -136,4 +141,4 @@ def test_a_slow_disk_takes_every_pending_interval_in_one_write(tmp_path, monkeyp
         checkpoint.on_interval(stats, 0)  # all during the first write
     checkpoint.finish([])
     assert len(read_journal(journal_path(tmp_path / NAME))[1]) == 6
-    assert caplog.text.count("journal write:") <= 2
+    assert caplog.text.count("journal write:") <= 3  # 6 without coalescing

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from loadgen import stop
 from loadgen.cluster.placement import open_worker
 from loadgen.errors import RunAborted
 from loadgen.hooks import hook_env, run_after, run_before
@@ -131,6 +132,7 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
     name the final result will have (:mod:`loadgen.results.checkpoint`).
     """
     run = _Run.start(request)
+    stop.WATCH.on_phase("start", None)  # until setup: building payloads, hooks, workers
     request = run.request
     spec, workload = request.driver, request.workload
     payloads = build_payloads(workload, request.workload_path)
@@ -138,7 +140,7 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
     done_hooks = run_before(request.hooks, env)
     checkpoint, landing = run.checkpoint(), run.landing()
     # the board first: a scrape shows an interval before the caller's own listener gets it
-    ours: list[RunListener | None] = [request.metrics, landing, checkpoint]
+    ours: list[RunListener | None] = [stop.WATCH, request.metrics, landing, checkpoint]
     listeners = Listeners((*(one for one in ours if one is not None), *request.listeners))
     status = "failed"
     labels = {"run_id": run.run_id, "workload": request.name, "driver": spec.name}
@@ -177,6 +179,8 @@ def run_one(request: RunRequest) -> RunReport:
         raise ValueError("run_one writes a result file: the request needs an out_dir")
     _, result, outcome = execute(request)
     path = result_path(request.out_dir, request, outcome.started_ms)
+    if stop.WATCH.stop is not None:  # how long the signal took to end the run, in here
+        result["run"]["stop"] = stop.WATCH.stop.to_json()
     write_json_atomic(path, result)
     write_hlogs(path, outcome.intervals, outcome.started_ms)
     if outcome.incomplete:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from loadgen import stop
 from loadgen.accounting import Accounting, account
 from loadgen.errors import ConfigError, DriverError, LoadgenError
 from loadgen.listeners import NO_LISTENERS, Listeners
@@ -35,11 +36,6 @@ from loadgen.worker.plan import catch_up_subscriptions, consumer_subscriptions, 
 log = logging.getLogger("loadgen.run")
 
 SETTLE_S = 0.05
-CUT_SHORT_FLUSH_S = 1.0
-"""How long a run cut short waits for the acknowledgements of messages in flight."""
-INTERRUPTED_TEARDOWN_S = 1.5
-"""How long teardown may take after Ctrl-C/SIGTERM before the run ends without it: with the
-flush above and writing the result, the process ends within 5 s of the signal."""
 SILENT_BROKER_TEARDOWN_S = 5.0
 """How long teardown may take when the broker had stopped acknowledging at the end of the run:
 deleting topics on a broker that does not answer waits out the driver's admin timeout (30 s on
@@ -314,11 +310,13 @@ class _Lifecycle:
         outcome, measurement = self.outcome, self.measurement
         if outcome.topics:  # otherwise nothing was sent, and a worker may have no driver
             _last_look(measurement)
-            outcome.accounting = _account(self.worker, drained=not outcome.incomplete)
+            with stop.step("accounting"):
+                outcome.accounting = _account(self.worker, drained=not outcome.incomplete)
         try:
             self.listeners.phase("teardown")
-            self._close()
-        except KeyboardInterrupt:  # a second Ctrl-C must not cost the result
+            with stop.step("teardown"):
+                self._close()
+        except KeyboardInterrupt:  # a signal during teardown must not cost the result
             log.warning("teardown interrupted; topics %s may remain", outcome.topics)
         self.clock.mark("teardown")
         self._collect()
@@ -328,7 +326,8 @@ class _Lifecycle:
         delete = not (self.options.keep_topics or self.options.topic_names)
         outages = self.measurement.outages
         if self.outcome.stop_reason == "interrupted":
-            _close_soon(worker, delete, topics, INTERRUPTED_TEARDOWN_S, "interrupted")
+            within_s = stop.left(stop.TEARDOWN_S)
+            _close_soon(worker, delete, topics, within_s, "interrupted")
         elif outages is not None and outages.silent():
             _close_soon(worker, delete, topics, SILENT_BROKER_TEARDOWN_S, "broker not answering")
         else:
@@ -456,7 +455,8 @@ def _cut_short(
     outcome.stop_reason = reason
     outcome.stop_detail = detail
     try:
-        worker.stop_load(flush_timeout_s=CUT_SHORT_FLUSH_S)
+        with stop.step("stopLoad"):
+            worker.stop_load(flush_timeout_s=stop.left(stop.FLUSH_S))
     except Exception as error:
         log.warning("stopping the load failed: %s", error)
     measurement.take(warmup=warmup)

@@ -269,9 +269,9 @@ class LocalWorker:
 
     def stop_load(self, flush_timeout_s: float) -> int:
         """Stop sending and wait for in-flight acknowledgements; return how many never came."""
-        if self._loop is not None:
-            self._loop.stop()
         deadline = time.monotonic() + flush_timeout_s
+        if self._loop is not None:
+            self._loop.stop(flush_timeout_s)
         pending = 0
         for producer in self._producers:
             pending += producer.flush(max(deadline - time.monotonic(), 0.0))

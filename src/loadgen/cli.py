@@ -32,6 +32,7 @@ from loadgen.report.console import (
     format_catch_up,
     format_clock_correction,
     format_outages,
+    unread_note,
 )
 from loadgen.report.display import display_for
 from loadgen.report.shape import format_shape
@@ -358,6 +359,7 @@ def _notes(result: dict, output: Output) -> None:
         format_shape(result),
         format_clock_correction(result),
         delivery_warning(result),
+        unread_note(result),
         format_outages(result.get("outages")),
     ):
         if note is not None:

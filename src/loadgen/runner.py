@@ -157,7 +157,8 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
         landing.end(
             outcome.intervals, incomplete=outcome.incomplete, stop_reason=outcome.stop_reason
         )
-    result = run.document(outcome)
+    with stop.step("result"):
+        result = run.document(outcome)
     if request.hooks:
         result["run"]["hooks"] = [redact(record.to_json()) for record in done_hooks]
     return request.name, result, outcome

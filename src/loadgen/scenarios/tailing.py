@@ -311,7 +311,7 @@ class _Lifecycle:
         if outcome.topics:  # otherwise nothing was sent, and a worker may have no driver
             _last_look(measurement)
             with stop.step("accounting"):
-                outcome.accounting = _account(self.worker, drained=not outcome.incomplete)
+                outcome.accounting = _account(self.worker, outcome)
         try:
             self.listeners.phase("teardown")
             with stop.step("teardown"):
@@ -319,7 +319,8 @@ class _Lifecycle:
         except KeyboardInterrupt:  # a signal during teardown must not cost the result
             log.warning("teardown interrupted; topics %s may remain", outcome.topics)
         self.clock.mark("teardown")
-        self._collect()
+        with stop.step("collect"):
+            self._collect()
 
     def _close(self) -> None:
         worker, topics = self.worker, self.outcome.topics
@@ -382,10 +383,13 @@ def _last_look(measurement: _Measurement) -> None:
         log.warning("reading the counters after the run failed: %s", error)
 
 
-def _account(worker: Worker, *, drained: bool) -> Accounting | None:
-    """Collect every worker's id ranges before teardown; losses count only after a drain."""
+def _account(worker: Worker, outcome: RunOutcome) -> Accounting | None:
+    """Collect every worker's id ranges before teardown; losses count only after a drain, and
+    what a drain left undelivered may be in the broker still: the workers ask it."""
+    drained = not outcome.incomplete
     try:
-        return account(worker.accounting(), drained=drained)
+        ledgers = worker.accounting(ask_broker=drained and outcome.undelivered > 0)
+        return account(ledgers, drained=drained)
     except Exception as error:  # the result must be written all the same
         log.warning("accounting for lost and duplicated messages failed: %s", error)
         return None

@@ -150,6 +150,8 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
             open_worker(spec, workload, request.placement) as worker,
         ):
             outcome = run_tailing(worker, workload, payloads, request.options, listeners)
+            leaving = time.monotonic()
+        stop.charge("workers", leaving)  # the worker processes' end
         status = "incomplete" if outcome.incomplete else "complete"
     finally:  # after_run undoes what before_run did, so it runs whenever before_run did
         done_hooks += run_after(request.hooks, {**env, "LOADGEN_RUN_STATUS": status})

@@ -110,9 +110,14 @@ def step(name: str) -> Iterator[None]:
     try:
         yield
     finally:
-        if WATCH.stop is not None:
-            steps = WATCH.stop.steps
-            steps[name] = steps.get(name, 0.0) + time.monotonic() - started
+        charge(name, started)
+
+
+def charge(name: str, since: float) -> None:
+    """Charge the time since ``since`` (monotonic) to ``name`` (when a signal was received)."""
+    if WATCH.stop is not None:
+        steps = WATCH.stop.steps
+        steps[name] = steps.get(name, 0.0) + time.monotonic() - since
 
 
 def exit_at_once(code: int) -> None:

@@ -463,4 +463,5 @@ def _cut_short(
             worker.stop_load(flush_timeout_s=stop.left(stop.FLUSH_S))
     except Exception as error:
         log.warning("stopping the load failed: %s", error)
-    measurement.take(warmup=warmup)
+    with stop.step("lastInterval"):
+        measurement.take(warmup=warmup)

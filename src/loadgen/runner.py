@@ -139,8 +139,9 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
     env = hook_env(run.run_id, request.name, spec.name)
     done_hooks = run_before(request.hooks, env)
     checkpoint, landing = run.checkpoint(), run.landing()
+    kept = None if checkpoint is None else stop.UnlessStopped(checkpoint)
     # the board first: a scrape shows an interval before the caller's own listener gets it
-    ours: list[RunListener | None] = [stop.WATCH, request.metrics, landing, checkpoint]
+    ours: list[RunListener | None] = [stop.WATCH, request.metrics, landing, kept]
     listeners = Listeners((*(one for one in ours if one is not None), *request.listeners))
     status = "failed"
     labels = {"run_id": run.run_id, "workload": request.name, "driver": spec.name}

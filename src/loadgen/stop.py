@@ -23,7 +23,11 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loadgen.listeners import RunListener
+    from loadgen.stats import IntervalStats
 
 STOP_BUDGET_S = 2.5
 """The sum of every wait from the signal to the result being written (of the 4 s promised):
@@ -80,6 +84,21 @@ class _Watch:
             os._exit(130)
         self.stop = Stop(signum, self.phase, time.monotonic())
         raise KeyboardInterrupt
+
+
+@dataclass(frozen=True)
+class UnlessStopped:
+    """``listener``, deaf to intervals once a signal was received: a checkpoint built then
+    would spend seconds of the stop budget on a busy machine on a file the result replaces."""
+
+    listener: RunListener
+
+    def on_phase(self, phase: str, seconds: float | None) -> None:
+        self.listener.on_phase(phase, seconds)
+
+    def on_interval(self, stats: IntervalStats, backlog: int) -> None:
+        if WATCH.stop is None:
+            self.listener.on_interval(stats, backlog)
 
 
 WATCH = _Watch()

@@ -66,3 +66,24 @@ def test_a_second_signal_exits_at_once_with_130():
         assert "second signal" in child.stderr.read()
     finally:
         child.kill()
+
+
+def test_no_checkpoint_is_built_after_a_signal():
+    heard = []
+
+    class Recorder:
+        def on_phase(self, phase, seconds):
+            heard.append(phase)
+
+        def on_interval(self, stats, backlog):
+            heard.append(backlog)
+
+    listener = stop.UnlessStopped(Recorder())
+    listener.on_interval(None, 1)
+    stop.WATCH.stop = stop.Stop(signal.SIGINT, "measure", time.monotonic())
+    try:
+        listener.on_interval(None, 2)
+        listener.on_phase("teardown", None)
+    finally:
+        stop.WATCH.stop = None
+    assert heard == [1, "teardown"]

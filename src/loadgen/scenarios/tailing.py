@@ -310,8 +310,9 @@ class _Lifecycle:
         outcome, measurement = self.outcome, self.measurement
         if outcome.topics:  # otherwise nothing was sent, and a worker may have no driver
             _last_look(measurement)
+            silent = measurement.outages is not None and measurement.outages.silent()
             with stop.step("accounting"):
-                outcome.accounting = _account(self.worker, outcome)
+                outcome.accounting = _account(self.worker, outcome, ask_broker=not silent)
         try:
             self.listeners.phase("teardown")
             with stop.step("teardown"):
@@ -383,12 +384,13 @@ def _last_look(measurement: _Measurement) -> None:
         log.warning("reading the counters after the run failed: %s", error)
 
 
-def _account(worker: Worker, outcome: RunOutcome) -> Accounting | None:
+def _account(worker: Worker, outcome: RunOutcome, *, ask_broker: bool) -> Accounting | None:
     """Collect every worker's id ranges before teardown; losses count only after a drain, and
-    what a drain left undelivered may be in the broker still: the workers ask it."""
+    what a drain left undelivered may be in the broker still: the workers ask it (unless it
+    had stopped answering)."""
     drained = not outcome.incomplete
     try:
-        ledgers = worker.accounting(ask_broker=drained and outcome.undelivered > 0)
+        ledgers = worker.accounting(ask_broker=ask_broker and drained and outcome.undelivered > 0)
         return account(ledgers, drained=drained)
     except Exception as error:  # the result must be written all the same
         log.warning("accounting for lost and duplicated messages failed: %s", error)

@@ -9,7 +9,9 @@ once per stats interval with numpy, never per message.
   workers when the coordinator unions every worker's ranges);
 * out of order: on one (consumer, producer, partition) stream, a seq lower than the highest seq
   that stream already delivered;
-* lost: acknowledged by the broker on the subscription's topic but never received by it.
+* lost: acknowledged by the broker on the subscription's topic but never received by it, less
+  what the broker still holds for the subscription (unread: a backlog not read by the run's end
+  is not lost; :mod:`loadgen.worker.unread`).
 """
 
 from __future__ import annotations
@@ -170,14 +172,15 @@ class Ledger:
     def __init__(self) -> None:
         self.subscriptions: dict[tuple[str, str], SubscriptionLedger] = {}
         self._orders: list[OrderTracker] = []
-        self._consumer_subscription: list[tuple[str, str]] = []
+        self.consumer_subscriptions: list[tuple[str, str]] = []
+        """Each consumer's ``(topic, subscription)``, in creation order."""
         self._producer_topics: dict[int, str] = {}
         self.acked: dict[str, RangeSet] = {}
         self.unidentified = 0
         """Received messages that carried no id: while any did, the run cannot account."""
 
     def add_consumer(self, topic: str, subscription: str) -> None:
-        self._consumer_subscription.append((topic, subscription))
+        self.consumer_subscriptions.append((topic, subscription))
         self._orders.append(OrderTracker())
         self.subscriptions.setdefault((topic, subscription), SubscriptionLedger())
 
@@ -197,7 +200,7 @@ class Ledger:
             self.unidentified += len(rows) - len(identified)
             if not len(identified):
                 continue
-            name = self._consumer_subscription[index]
+            name = self.consumer_subscriptions[index]
             late = self._orders[index].out_of_order(identified[:, 0], identified[:, 1])
             self.subscriptions[name].out_of_order += len(late)
             self.subscriptions[name].note(late, 1)
@@ -256,12 +259,14 @@ class Ledger:
 
 @dataclass(frozen=True)
 class Accounting:
-    """The run's counts; ``lost`` is ``None`` when the run ended before its drain."""
+    """The run's counts; ``lost`` is ``None`` when the run ended before its drain, ``unread``
+    when no broker said what it still held."""
 
     duplicates: int
     out_of_order: int
     lost: int | None
     subscriptions: list[dict[str, Any]]
+    unread: int | None = None
 
     @property
     def loss_detected(self) -> bool:
@@ -292,13 +297,18 @@ def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting |
             _add_counts(by_partition, {int(p): c[0] for p, c in entry["partitions"].items()})
             _add_counts(late, {int(p): c[1] for p, c in entry["partitions"].items()})
         sent = RangeSet().union(*acked.get(topic, []))
+        missing = len(sent.union(union)) - len(union)
+        unread = _unread(entries) if drained else None
+        if unread is not None:
+            unread = min(unread, missing)
         rows.append(
             {
                 "topic": topic,
                 "subscription": subscription,
                 "duplicates": sum(e["duplicates"] for e in entries) + across_workers,
                 "outOfOrder": sum(e["outOfOrder"] for e in entries),
-                "lost": len(sent.union(union)) - len(union) if drained else None,
+                "lost": missing - (unread or 0) if drained else None,
+                "unread": unread,
                 "partitions": {
                     str(p): {"duplicates": by_partition.get(p, 0), "outOfOrder": late.get(p, 0)}
                     for p in sorted(by_partition.keys() | late.keys())
@@ -311,4 +321,20 @@ def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting |
         out_of_order=sum(r["outOfOrder"] for r in rows),
         lost=sum(r["lost"] for r in rows) if drained else None,
         subscriptions=rows,
+        unread=None
+        if all(r["unread"] is None for r in rows)
+        else sum(r["unread"] or 0 for r in rows),
     )
+
+
+def _unread(entries: list[dict[str, Any]]) -> int | None:
+    """What the broker still held for one subscription, from every worker's counts by partition
+    or queue (two workers counting one queue count it once); ``None`` if one could not say."""
+    merged: dict[str, int] = {}
+    for entry in entries:
+        counts = entry.get("unread")
+        if counts is None:
+            return None
+        for key, count in counts.items():
+            merged[key] = max(merged.get(key, 0), count)
+    return sum(merged.values())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -14,7 +13,7 @@ from pathlib import Path
 import click
 
 import loadgen
-from loadgen import adhoc
+from loadgen import adhoc, stop
 from loadgen import cli_options as opts
 from loadgen.cli_env import read_from_environment
 from loadgen.cli_options import Decorator, Output
@@ -33,6 +32,7 @@ from loadgen.report.console import (
     format_catch_up,
     format_clock_correction,
     format_outages,
+    unread_note,
 )
 from loadgen.report.display import display_for
 from loadgen.report.shape import format_shape
@@ -57,20 +57,6 @@ def cli(verbose: int) -> None:
     """Load generation for message brokers, OMB-compatible in and out."""
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C, so both stop the run and keep the partial result."""
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -177,13 +163,15 @@ RUN_OPTIONS = (
         "deleted) instead of fresh ones. With producersPerTopic: 0, a consumer-only run reads "
         "them.",
     ),
-    click.option(
+    opts.timeout(
         "--catch-up-timeout",
-        metavar="DURATION",
-        callback=opts.duration("--catch-up-timeout"),
-        default="10m",
-        show_default=True,
-        help="Catch-up runs: the longest the backlog may take to build, and then to drain.",
+        "10m",
+        "Catch-up runs: the longest the backlog may take to build, and then to drain.",
+    ),
+    opts.timeout(
+        "--drain-timeout",
+        "10s",
+        "How long the end of the run waits for messages in flight to be acknowledged and received.",
     ),
     click.option(
         "--pipeline",
@@ -289,7 +277,7 @@ def run(
         specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
     else:
         loaded, specs = [(Path(str(from_url[0].name)), from_url[0])], [from_url[1]]
-    with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
+    with stop.handling(), contextlib.ExitStack() as stack:
         if board is not None and metrics is not None:  # before a broker starts: fail fast
             served = stack.enter_context(serving(board, *metrics, placement.token))
             click.echo(f"metrics: {served}", err=True)
@@ -371,6 +359,7 @@ def _notes(result: dict, output: Output) -> None:
         format_shape(result),
         format_clock_correction(result),
         delivery_warning(result),
+        unread_note(result),
         format_outages(result.get("outages")),
     ):
         if note is not None:
@@ -399,6 +388,11 @@ def _files_written(result: str | None, output: Output) -> None:
         return
     click.echo(f"result: {result}", err=True)
     if not output.report:
+        return
+    if stop.WATCH.stop is not None:  # drawing charts would spend the stop budget twice over
+        click.echo(
+            f"report: not written after a signal; to write it: loadgen report {result}", err=True
+        )
         return
     from loadgen.report import html  # matplotlib: imported only when a report is written
 
@@ -543,7 +537,7 @@ def sweep_command(
             value=0,
             allowed="at least 1, or --slo-metric publish",
         )
-    with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
+    with stop.handling(), contextlib.ExitStack() as stack:
         spec = (
             load_driver_spec(driver, lenient=lenient)
             if driver is not None
@@ -551,18 +545,31 @@ def sweep_command(
         )
         base = RunRequest(workload, spec, options, workload_path, output.out_dir, placement, hooks)
 
+        taken: list[sweep.SweepPoint] = []
+
         def measure(rate: float) -> sweep.SweepPoint:
-            return sweep.measure_point(
-                workload, rate, lambda at: _run_and_show(replace(base, workload=at), output)
-            )
+            try:
+                point = sweep.measure_point(
+                    workload, rate, lambda at: _run_and_show(replace(base, workload=at), output)
+                )
+            except RunAborted as aborted:  # a signal: the run's partial result is a point too
+                if aborted.result_path is not None:
+                    taken.append(sweep.partial_point(rate, aborted.result_path))
+                raise
+            taken.append(point)
+            return point
 
         found = None
-        if planned is not None:
-            points = [measure(rate) for rate in planned]
-        else:
-            slo = sweep.Slo(slo_metric, slo_p99)
-            found = sweep.search(measure, slo, *bounds, max_runs, tolerance)
-            points = found.points
+        try:
+            if planned is not None:
+                points = [measure(rate) for rate in planned]
+            else:
+                slo = sweep.Slo(slo_metric, slo_p99)
+                found = sweep.search(measure, slo, *bounds, max_runs, tolerance)
+                points = found.points
+        except (RunAborted, KeyboardInterrupt):
+            _stopped_sweep(base, taken, output)
+            raise
     _sweep_summary(base, points, found, output)
     if found is not None and found.highest_rate is None:
         sys.exit(1)
@@ -602,8 +609,7 @@ def _sweep_summary(
     from loadgen.report import sweep as sweep_report  # matplotlib: only when a sweep ran
 
     summary = sweep.sweep_document(base.name, base.driver.name, points, found)
-    stem = result_stem(f"{base.name}-sweep", base.driver.name, datetime.now(UTC))
-    target = output.out_dir / f"{stem}.json"
+    target = _sweep_target(base, output)
     write_json_atomic(target, summary)
     click.echo(sweep_report.table_text(summary))
     click.echo(f"sweep: {target}", err=True)
@@ -611,6 +617,20 @@ def _sweep_summary(
         click.echo(
             f"report: {sweep_report.write_html(summary, target.with_suffix('.html'))}", err=True
         )
+
+
+def _sweep_target(base: RunRequest, output: Output) -> Path:
+    stem = result_stem(f"{base.name}-sweep", base.driver.name, datetime.now(UTC))
+    return output.out_dir / f"{stem}.json"
+
+
+def _stopped_sweep(base: RunRequest, points: list[sweep.SweepPoint], output: Output) -> None:
+    """A sweep cut short: its document lists the runs so far (no table or chart, which would
+    spend the stop budget), marked incomplete."""
+    summary = sweep.sweep_document(base.name, base.driver.name, points) | {"incomplete": True}
+    target = _sweep_target(base, output)
+    write_json_atomic(target, summary)
+    click.echo(f"sweep stopped after {len(points)} run(s): {target}", err=True)
 
 
 @cli.command("matrix", epilog=MATRIX_EXAMPLES)
@@ -687,7 +707,7 @@ def matrix_command(
     from loadgen.report import matrix as matrix_report  # matplotlib: only when a matrix ran
 
     try:
-        with _sigterm_as_interrupt():
+        with stop.handling():
             document = matrix.run_matrix(plan, out_dir, run_point, skipped)
     except (RunAborted, KeyboardInterrupt):
         click.echo(f"matrix interrupted: run the same command again to resume ({target})", err=True)
@@ -901,7 +921,7 @@ def probe(
             f"probing {spec.name} ({spec.kind}): {rate:g} msg/s of {size} B for {duration:g} s",
             err=True,
         )
-    with _sigterm_as_interrupt():
+    with stop.handling():
         verdict = probing.run_probe(spec, settings, on_interval)
     if as_json:
         click.echo(probing.as_json_line(probing.verdict_record(verdict)))
@@ -1003,7 +1023,20 @@ read_from_environment(run, sweep_command, matrix_command, probe, worker)
 
 
 def main() -> None:
-    """Console-script entry point: run the CLI and turn errors into exit codes."""
+    """Console-script entry point: run the CLI and turn errors into exit codes; after a signal,
+    exit without the interpreter's finalizers (:func:`loadgen.stop.exit_at_once`)."""
+    try:
+        _main()
+    except SystemExit as ending:
+        code = ending.code
+        if stop.WATCH.stop is not None:
+            stop.exit_at_once(code if isinstance(code, int) else int(code is not None))
+        raise
+    if stop.WATCH.stop is not None:
+        stop.exit_at_once(0)
+
+
+def _main() -> None:
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as done:

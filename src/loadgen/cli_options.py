@@ -63,6 +63,18 @@ def duration(option: str) -> Callable[[click.Context, click.Parameter, str | Non
     return convert
 
 
+def timeout(option: str, default: str, help_text: str) -> Decorator:
+    """A ``DURATION`` option with its default shown in ``--help``."""
+    return click.option(
+        option,
+        metavar="DURATION",
+        callback=duration(option),
+        default=default,
+        show_default=True,
+        help=help_text,
+    )
+
+
 def rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     """``--rate``: msg/s as a number or ``10k``, ``1.5M``."""
     return None if value is None else parse_rate(value, f"--{param.name}")
@@ -134,9 +146,11 @@ def run_options(
     existing_topics: str | None = None,
     catch_up_timeout: float = RunOptions.catch_up_timeout_s,
     pipeline_dir: Path | None = None,
+    drain_timeout: float = RunOptions.drain_timeout_s,
 ) -> RunOptions:
     _positive("--duration", duration)
     _positive("--catch-up-timeout", catch_up_timeout)
+    _positive("--drain-timeout", drain_timeout)
     return RunOptions(
         duration_s=duration,
         warmup_s=warmup,
@@ -144,6 +158,7 @@ def run_options(
         keep_topics=keep_topics,
         topic_names=names("--existing-topics", existing_topics),
         catch_up_timeout_s=catch_up_timeout,
+        drain_timeout_s=drain_timeout,
         pipeline_dir=None if pipeline_dir is None else str(pipeline_dir),
     )
 

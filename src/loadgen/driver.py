@@ -133,6 +133,16 @@ class Consumer(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class Backlog(Protocol):
+    """A consumer that can ask its broker what its subscription has yet to read (optional)."""
+
+    def unread(self, timeout_s: float) -> dict[str, int] | None:
+        """Messages waiting for the subscription, per partition or queue (a key two consumers
+        of one subscription share when they count the same thing); ``None`` when the broker did
+        not answer within ``timeout_s``."""
+
+
 class BaseDriver(ABC):
     """One broker connection configuration, as read from a driver YAML; every driver subclasses it.
 

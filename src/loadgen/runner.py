@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from loadgen import stop
 from loadgen.cluster.placement import open_worker
 from loadgen.errors import RunAborted
 from loadgen.hooks import hook_env, run_after, run_before
@@ -25,7 +26,7 @@ from loadgen.payload import build_payloads
 from loadgen.pipeline.landing import LandingFeed, RunIdentity, open_landing
 from loadgen.redaction import redact
 from loadgen.request import RunRequest
-from loadgen.results.checkpoint import Checkpoint
+from loadgen.results.checkpoint import FINISH_WAIT_S, Checkpoint
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.hlog import write_hlogs
 from loadgen.results.journal import JournalWriter, journal_path
@@ -127,14 +128,16 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
     is left for :func:`run_one` to remove once the result is written.
     """
     run = _Run.start(request)
+    stop.WATCH.on_phase("start", None)  # until setup: building payloads, hooks, workers
     request = run.request
     spec, workload = request.driver, request.workload
     payloads = build_payloads(workload, request.workload_path)
     env = hook_env(run.run_id, request.name, spec.name)
     done_hooks = run_before(request.hooks, env)
     checkpoint, landing = run.checkpoint(), run.landing()
+    kept = None if checkpoint is None else stop.UnlessStopped(checkpoint)
     # the board first: a scrape shows an interval before the caller's own listener gets it
-    ours: list[RunListener | None] = [request.metrics, landing, checkpoint]
+    ours: list[RunListener | None] = [stop.WATCH, request.metrics, landing, kept]
     listeners = Listeners((*(one for one in ours if one is not None), *request.listeners))
     status = "failed"
     labels = {"run_id": run.run_id, "workload": request.name, "driver": spec.name}
@@ -144,9 +147,12 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
             open_worker(spec, workload, request.placement) as worker,
         ):
             outcome = run_tailing(worker, workload, payloads, request.options, listeners)
+            leaving = time.monotonic()
+        stop.charge("workers", leaving)  # the worker processes' end
         status = "incomplete" if outcome.incomplete else "complete"
-        if checkpoint is not None:
-            checkpoint.finish(outcome.intervals)
+        if checkpoint is not None:  # after a signal, the wait draws on the stop budget
+            with stop.step("journal"):
+                checkpoint.finish(outcome.intervals, stop.left(FINISH_WAIT_S))
     finally:  # after_run undoes what before_run did, so it runs whenever before_run did
         done_hooks += run_after(request.hooks, {**env, "LOADGEN_RUN_STATUS": status})
         if checkpoint is not None:  # its writer thread ends with the run, also when it raises
@@ -155,7 +161,8 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
         landing.end(
             outcome.intervals, incomplete=outcome.incomplete, stop_reason=outcome.stop_reason
         )
-    result = result_document(run.facts(), outcome)
+    with stop.step("result"):
+        result = result_document(run.facts(), outcome)
     if request.hooks:
         result["run"]["hooks"] = [redact(record.to_json()) for record in done_hooks]
     return request.name, result, outcome
@@ -177,6 +184,8 @@ def run_one(request: RunRequest) -> RunReport:
         raise ValueError("run_one writes a result file: the request needs an out_dir")
     _, result, outcome = execute(request)
     path = result_path(request.out_dir, request, outcome.started_ms)
+    if stop.WATCH.stop is not None:  # how long the signal took to end the run, in here
+        result["run"]["stop"] = stop.WATCH.stop.to_json()
     write_json_atomic(path, result)
     write_hlogs(path, outcome.intervals, outcome.started_ms)  # the drain changed the last line
     journal_path(path).unlink(missing_ok=True)

@@ -1,9 +1,12 @@
-"""A small catch-up run on every other real broker: pause, build, resume, drain, all received.
+"""A small catch-up run on every other real broker: pause, build, resume, drain, all received;
+and one whose backlog cannot drain in its time: what is left is unread, not lost.
 
 Kafka's larger catch-up and mixed runs are in test_scenarios_kafka.py; here each driver's
 pause/resume goes through the whole scenario once (pulsar-lite with its fixture's settings,
 see loadgen.testing.pulsar).
 """
+
+from dataclasses import replace
 
 import pytest
 
@@ -25,8 +28,9 @@ def broker_spec(request):
     return DriverSpec("Pulsar", "pulsar", broker.driver_config, "pulsar-lite")
 
 
-def test_a_catch_up_run_drains_its_backlog(broker_spec, tmp_path):
-    chosen = Workload.model_validate(
+def catch_up_workload(**changes) -> Workload:
+    """A small mixed run (a tailing and a catch-up subscription), changed by ``changes``."""
+    return Workload.model_validate(
         {
             "name": "small catch-up",
             "topics": 1,
@@ -40,8 +44,13 @@ def test_a_catch_up_run_drains_its_backlog(broker_spec, tmp_path):
             "consumerBacklogSizeGB": 8_000 * 1024 / GIB,  # 8 000 messages: two seconds
             "testDurationMinutes": 3 / 60,
             "warmupDurationMinutes": 0,
+            **changes,
         }
     )
+
+
+def test_a_catch_up_run_drains_its_backlog(broker_spec, tmp_path):
+    chosen = catch_up_workload()
     options = RunOptions(stats_interval_s=1, catch_up_timeout_s=60)
     report = run_one(RunRequest(chosen, broker_spec, options, out_dir=tmp_path))
     block = report.result["catchUp"]
@@ -55,3 +64,34 @@ def test_a_catch_up_run_drains_its_backlog(broker_spec, tmp_path):
     # every message once per subscription, the backlog's too: the accounting agrees
     assert result["totalLost"] == 0 and result["totalDuplicates"] == 0
     assert isinstance(result["totalOutOfOrder"], int)
+
+
+@pytest.fixture(params=["kafka", "rabbitmq"])
+def stoppable_spec(request):
+    """The brokers whose consumers can say what is left unread (Kafka, RabbitMQ)."""
+    spec = request.getfixturevalue(f"{request.param}_spec")
+    if request.param == "rabbitmq":  # small deliveries: the backlog query shares their thread
+        return replace(spec, config={**spec.config, "prefetch": 20})
+    return spec
+
+
+def test_a_backlog_left_at_the_end_is_unread_not_lost(stoppable_spec, tmp_path):
+    slow = catch_up_workload(
+        partitionsPerTopic=2,
+        messageSize=256,
+        subscriptionsPerTopic=1,
+        tailingSubscriptionsPerTopic=0,
+        producerRate=2_000,
+        consumerBacklogSizeGB=1_000 * 256 / GIB,  # 1 000 messages: half a second
+        consumerDelay="2ms",  # reads at most 500 msg/s of the 2 000 sent: never drains
+        testDurationMinutes=2 / 60,
+    )
+    options = RunOptions(stats_interval_s=1, catch_up_timeout_s=1, drain_timeout_s=1)
+    result = run_one(RunRequest(slow, stoppable_spec, options, out_dir=tmp_path)).result
+    assert result["catchUp"]["drained"] is False
+    assert result["run"]["drain"]["undelivered"] > 0
+    missing = result["totalMessagesSent"] - result["totalMessagesReceived"]
+    assert result["totalUnread"] > 1_000 and result["catchUp"]["unreadMessages"] > 1_000
+    assert result["totalLost"] == 0, result["deliveryAccounting"]
+    [row] = result["deliveryAccounting"]
+    assert row["unread"] == result["totalUnread"] <= missing

@@ -120,3 +120,31 @@ def test_in_order_delivery_keeps_one_range_per_producer_however_many_messages():
     assert document["subscriptions"][0]["received"] == [P0, P0 + 1_000_000, P1, P1 + 1_000_000]
     assert document["acked"]["t"] == [P0, P0 + 1_000_000, P1, P1 + 1_000_000]
     assert account([document], drained=True).lost == 0
+
+
+def test_what_the_broker_still_holds_is_unread_not_lost():
+    def worker(received, unread):
+        ledger = Ledger()
+        ledger.add_consumer("t", "s")
+        ledger.record([rows(received)], ids())
+        part = ledger.to_json()
+        part["subscriptions"][0]["unread"] = unread
+        return part
+
+    producer = Ledger()
+    producer.add_producer(0, "t")
+    producer.record([], ids(*range(P0, P0 + 10)))
+    # two workers count the same queue "q" (once) and partitions of their own; 7 are missing
+    parts = [
+        producer.to_json(),
+        worker(range(P0, P0 + 2), {"q": 3, "0": 1}),
+        worker(range(P0 + 2, P0 + 3), {"q": 3, "1": 1}),
+    ]
+    result = account(parts, drained=True)
+    assert (result.unread, result.lost) == (5, 2)
+    assert result.subscriptions[0]["unread"] == 5
+    parts[1]["subscriptions"][0]["unread"] = {"q": 30}  # more than is missing: all unread
+    assert (account(parts, drained=True).unread, account(parts, drained=True).lost) == (7, 0)
+    parts[2]["subscriptions"][0]["unread"] = None  # one worker's broker did not answer
+    assert (account(parts, drained=True).unread, account(parts, drained=True).lost) == (None, 7)
+    assert account(parts, drained=False).unread is None

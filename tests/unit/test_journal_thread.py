@@ -16,7 +16,6 @@ from tests.unit.test_report import MEMORY, workload
 from loadgen import runner
 from loadgen.listeners import Listeners, OnInterval
 from loadgen.request import RunOptions, RunRequest
-from loadgen.results import checkpoint as checkpoints
 from loadgen.results.checkpoint import FINISH_WAIT_S, THREAD_NAME, Checkpoint
 from loadgen.results.journal import JournalWriter, journal_path, read_journal
 from loadgen.spill import Spill
@@ -112,16 +111,15 @@ def test_the_writer_thread_ends_with_a_run_that_raises(tmp_path):
     assert not journal_threads()
 
 
-def test_the_drained_interval_is_recorded_after_every_pending_one(tmp_path, monkeypatch):
+def test_the_drained_interval_is_recorded_after_every_pending_one(tmp_path):
     """``finish`` comes while writes are pending: ``replacesLast`` still comes last."""
-    monkeypatch.setattr(checkpoints, "FINISH_WAIT_S", 5.0)  # the slow disk is not a hung one
     intervals = kept_intervals(4)
     checkpoint = Checkpoint(SlowWriter(NAME, START), tmp_path)
     listeners = Listeners((checkpoint,))
     for stats in intervals:
         listeners.interval(stats, 0)
     drained = [*intervals[:-1], Spill().keep(interval(3, np.random.default_rng(1)))]
-    checkpoint.finish(drained)
+    checkpoint.finish(drained, wait_s=5.0)  # the slow disk is not a hung one
     lines = journal_path(tmp_path / NAME).read_text().splitlines()
     records = [json.loads(line) for line in lines]
     assert [r["kind"] for r in records] == ["start", *["interval"] * 5]
@@ -132,13 +130,12 @@ def test_the_drained_interval_is_recorded_after_every_pending_one(tmp_path, monk
     ]
 
 
-def test_a_slow_disk_takes_every_pending_interval_in_one_write(tmp_path, monkeypatch, caplog):
+def test_a_slow_disk_takes_every_pending_interval_in_one_write(tmp_path, caplog):
     """Coalescing: the intervals that came during a slow write go in with the next one."""
-    monkeypatch.setattr(checkpoints, "FINISH_WAIT_S", 5.0)
     caplog.set_level(logging.DEBUG, logger="loadgen.results")
     checkpoint = Checkpoint(SlowWriter(NAME, START), tmp_path)
     for stats in kept_intervals(6):
         checkpoint.on_interval(stats, 0)  # all during the first write
-    checkpoint.finish([])
+    checkpoint.finish([], wait_s=5.0)
     assert len(read_journal(journal_path(tmp_path / NAME))[1]) == 6
     assert caplog.text.count("journal write:") <= 3  # 6 without coalescing

@@ -90,6 +90,7 @@ def test_omb_fields_come_first_in_omb_order_then_only_additions(result):
         "totalOutOfOrder",
         "lossDetected",
         "deliveryAccounting",
+        "totalUnread",
         "duplicates",
         "outOfOrder",
         "histograms",

@@ -184,6 +184,9 @@ class KafkaConsumer:
             reset = conf.get("auto.offset.reset", "largest")
             self._consumer.assign(_start_positions(self._consumer, topic, partitions, reset))
         self._on_message = on_message
+        self._read_to: dict[int, int] = {}
+        """Per partition, the offset after the last message handed to ``on_message``: a batch
+        taken from the client is handed over one message at a time."""
         self._auto_commit = auto_commit
         self._stop = threading.Event()
         self._want_paused = False
@@ -233,7 +236,9 @@ class KafkaConsumer:
                 except ValueError:
                     self.foreign()
                     continue
-                on_message(message.value(), sent_ns, message_id, intended_ns, message.partition())
+                partition = message.partition()
+                on_message(message.value(), sent_ns, message_id, intended_ns, partition)
+                self._read_to[partition] = message.offset() + 1
                 delivered = True
             if delivered and not self._auto_commit:
                 now = time.monotonic()
@@ -253,6 +258,32 @@ class KafkaConsumer:
         self.errors += 1
         if self.errors in (1, 10, 100, 1000):
             log.warning("consumer error #%d: %s", self.errors, error)
+
+    def unread(self, timeout_s: float) -> dict[str, int] | None:
+        """Per assigned partition, its high watermark minus the offset after the last message
+        handed over (else the client's position, else the low watermark). The high watermark is
+        the higher of the broker's answer and the last fetch response's: tansu answers a
+        ListOffsets with one behind what its fetches carry (measured: 4,103 against 4,111)."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            assignment = self._consumer.assignment()
+            if not assignment:  # revoked (a broker that stopped answering): nothing to say
+                return None
+            positions = self._consumer.position(assignment)
+            counts = {}
+            for position in positions:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                low, high = self._consumer.get_watermark_offsets(position, timeout=left)
+                high = max(high, self._consumer.get_watermark_offsets(position, cached=True)[1])
+                start = position.offset if position.offset >= 0 else low
+                start = self._read_to.get(position.partition, start)
+                counts[str(position.partition)] = max(0, high - start)
+        except KafkaException as error:
+            log.debug("reading the backlog failed: %s", error)
+            return None
+        return counts
 
     def pause(self) -> None:
         """Returns once the consumer thread has paused its assignment."""

@@ -211,6 +211,28 @@ class RabbitConsumer:
         if not self._thread.call_and_wait(self._consume_all, SWITCH_TIMEOUT_S):
             log.warning("the consumer did not resume within %.0f s", SWITCH_TIMEOUT_S)
 
+    def unread(self, timeout_s: float) -> dict[str, int] | None:
+        """Each queue's ready messages (delivered ones are the consumer's), by a passive
+        declare on the consumer's channel."""
+        counts: dict[str, int] = {}
+        if not self._thread.call_and_wait(partial(self._count, counts), timeout_s):
+            return None
+        return counts if len(counts) == len(self._bindings) else None
+
+    def _count(self, counts: dict[str, int], done: Callable[[], None]) -> None:
+        channel = self._channel
+        if channel is None or not channel.is_open:
+            done()
+            return
+        for queue, _ in self._bindings:
+
+            def counted(frame, queue: str = queue) -> None:
+                counts[queue] = frame.method.message_count
+                if len(counts) == len(self._bindings):
+                    done()
+
+            channel.queue_declare(queue, passive=True, callback=counted)
+
     def close(self) -> None:
         self._thread.call_and_wait(self._shut_down, SWITCH_TIMEOUT_S)
 

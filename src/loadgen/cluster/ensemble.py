@@ -417,11 +417,12 @@ class Ensemble:
         merged = merge_all(parts) if parts else IntervalStats(start_ms, end_ms)
         return replace(merged, start_ms=start_ms, end_ms=end_ms, warmup=warmup)
 
-    def accounting(self) -> list[dict[str, Any]]:
+    def accounting(self, *, ask_broker: bool = False) -> list[dict[str, Any]]:
         """Every live worker's id ranges; the caller unions them (a lost worker's are missing,
         and such a run is incomplete). A worker that never answered has none."""
+        body = wire.AccountingBody(ask_broker=ask_broker).model_dump()
         answers = self._each(
-            lambda c: c.request("POST", "/accounting"),
+            lambda c: c.request("POST", "/accounting", body),
             [c for c in self._clients if c.answered],
             tolerant=True,
         )

@@ -156,7 +156,7 @@ def make_app(routes: _Routes, token: str | None, max_body_bytes: int) -> web.App
             web.post("/load/rate", routes.blocking(s.adjust_rate, wire.RateBody)),
             web.post("/load/stop", routes.blocking(s.stop_load, wire.TimeoutBody)),
             web.post("/snapshot", routes.blocking(s.snapshot, wire.SnapshotBody)),
-            web.post("/accounting", routes.blocking(s.accounting)),
+            web.post("/accounting", routes.blocking(s.accounting, wire.AccountingBody)),
             web.post("/close", routes.blocking(s.close, wire.CloseBody)),
         ]
     )

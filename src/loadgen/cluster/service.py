@@ -109,8 +109,8 @@ class WorkerService:
             "totals": wire.totals_to_json(self.worker.totals),
         }
 
-    def accounting(self) -> dict[str, Any]:
-        [ledger] = self.worker.accounting()
+    def accounting(self, body: wire.AccountingBody) -> dict[str, Any]:
+        [ledger] = self.worker.accounting(ask_broker=body.ask_broker)
         return {"ledger": ledger}
 
     def counters(self) -> dict[str, Any]:

@@ -94,6 +94,11 @@ class TimeoutBody(Body):
     timeout_s: float = Field(ge=0, le=3600)
 
 
+class AccountingBody(Body):
+    ask_broker: bool = False
+    """Also ask the broker what each subscription has yet to read (:mod:`loadgen.worker.unread`)."""
+
+
 class LoadBody(Body):
     rate: float = Field(gt=0)
     payloads: list[str] = Field(min_length=1)

@@ -84,6 +84,17 @@ def delivery_warning(result: dict[str, Any]) -> str | None:
     )
 
 
+def unread_note(result: dict[str, Any]) -> str | None:
+    """One line when the broker still held messages the run did not read, else ``None``."""
+    unread = result.get("totalUnread")
+    if not unread:
+        return None
+    return (
+        f"unread: {unread:,} messages were still in the broker at the end (acknowledged, not "
+        "yet read; not counted as lost)"
+    )
+
+
 def format_clock_correction(result: dict[str, Any]) -> str | None:
     """What the workers' clock offsets did to end-to-end latency, with a warning when the
     correction's bound exceeds the corrected p50; ``None`` when nothing was corrected."""

@@ -180,7 +180,9 @@ def _summary_rows() -> list[tuple[str, str, str, Callable[[Result], float | None
             getter = _latency(metric, f"aggregated{stem}{suffix}")
             rows.append((group if name == "p50" else "", name, ",.3f", getter))
     totals = (("sent", "totalMessagesSent"), ("received", "totalMessagesReceived"))
-    for index, (name, field) in enumerate((*totals, ("publish errors", "totalPublishErrors"))):
+    totals += (("publish errors", "totalPublishErrors"), ("lost", "totalLost"))
+    totals += (("unread (left in the broker)", "totalUnread"),)
+    for index, (name, field) in enumerate(totals):
         rows.append(("messages (whole run)" if index == 0 else "", name, ",d", _total(field)))
     return rows
 

@@ -28,9 +28,9 @@ log = logging.getLogger("loadgen.results")
 
 FINISH_WAIT_S = 1.0
 """How long the run's end waits for the writer to catch up. A healthy disk takes milliseconds;
-a signal's stop must end within 4 s, of which 2.5 go to the waits before the run's end, so one
-second leaves the rest for the result. A journal still behind then loses nothing: the result
-written next holds every interval, and replaces the journal."""
+after a signal the wait is cut to what the stop budget has left (:mod:`loadgen.stop`). A
+journal still behind then loses nothing: the result written next holds every interval, and
+replaces the journal."""
 THREAD_NAME = "loadgen-journal"
 
 
@@ -87,23 +87,23 @@ class Checkpoint:
             self._failed = True
             self.writer.directory = None  # written whole again at the next write that can
 
-    def finish(self, intervals: list[IntervalStats]) -> None:
+    def finish(self, intervals: list[IntervalStats], wait_s: float = FINISH_WAIT_S) -> None:
         """Bring the journal to the run's final ``intervals`` (the drain merges its messages
         into the last interval after the listeners heard of it), then :meth:`close`."""
         if len(intervals) == len(self.intervals) > 0 and intervals[-1] is not self.intervals[-1]:
             self._last = intervals[-1]
-        self.close()
+        self.close(wait_s)
 
-    def close(self) -> None:
-        """Stop the writer once it has written everything, waiting at most
-        :data:`FINISH_WAIT_S`: a disk that takes longer is left to it, and the run goes on
-        to write its result. Called at the run's end whether it ended or raised."""
+    def close(self, wait_s: float = FINISH_WAIT_S) -> None:
+        """Stop the writer once it has written everything, waiting at most ``wait_s``: a
+        disk that takes longer is left to it, and the run goes on to write its result. Called
+        at the run's end whether it ended or raised."""
         thread, self._thread = self._thread, None
         if thread is None:
             return
         self._stopping = True
         self._wake.set()
-        thread.join(FINISH_WAIT_S)
+        thread.join(wait_s)
         if thread.is_alive():
             self.writer.closed = True
             log.warning(
@@ -112,6 +112,6 @@ class Checkpoint:
                 self.directory,
                 self.writer.written,
                 len(self.intervals),
-                FINISH_WAIT_S,
+                wait_s,
             )
         self.intervals = []

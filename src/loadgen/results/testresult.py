@@ -112,6 +112,7 @@ def _delivery_fields(
         "totalOutOfOrder": accounting.out_of_order if accounting else None,
         "lossDetected": accounting.loss_detected if accounting else None,
         "deliveryAccounting": accounting.subscriptions if accounting else None,
+        "totalUnread": accounting.unread if accounting else None,
         "duplicates": [s.duplicates for s in measured],
         "outOfOrder": [s.out_of_order for s in measured],
     }
@@ -184,6 +185,7 @@ def build_test_result(
         result["histograms"] |= role_histograms(intervals)
         tailing = header.tailing_subscriptions_per_topic
         result["catchUp"] = catch_up_fields(outcome.catch_up, intervals, tailing)
+        result["catchUp"]["unreadMessages"] = result["totalUnread"]
     result["incomplete"] = outcome.incomplete
     if outcome.incomplete:
         result["stopReason"] = outcome.stop_reason or "error"

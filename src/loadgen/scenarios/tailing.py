@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from loadgen import stop
 from loadgen.accounting import Accounting, account
 from loadgen.errors import ConfigError, DriverError, LoadgenError
 from loadgen.listeners import NO_LISTENERS, Listeners
@@ -35,11 +36,6 @@ from loadgen.worker.plan import catch_up_subscriptions, consumer_subscriptions, 
 log = logging.getLogger("loadgen.run")
 
 SETTLE_S = 0.05
-CUT_SHORT_FLUSH_S = 1.0
-"""How long a run cut short waits for the acknowledgements of messages in flight."""
-INTERRUPTED_TEARDOWN_S = 1.5
-"""How long teardown may take after Ctrl-C/SIGTERM before the run ends without it: with the
-flush above and writing the result, the process ends within 5 s of the signal."""
 SILENT_BROKER_TEARDOWN_S = 5.0
 """How long teardown may take when the broker had stopped acknowledging at the end of the run:
 deleting topics on a broker that does not answer waits out the driver's admin timeout (30 s on
@@ -314,21 +310,26 @@ class _Lifecycle:
         outcome, measurement = self.outcome, self.measurement
         if outcome.topics:  # otherwise nothing was sent, and a worker may have no driver
             _last_look(measurement)
-            outcome.accounting = _account(self.worker, drained=not outcome.incomplete)
+            silent = measurement.outages is not None and measurement.outages.silent()
+            with stop.step("accounting"):
+                outcome.accounting = _account(self.worker, outcome, ask_broker=not silent)
         try:
             self.listeners.phase("teardown")
-            self._close()
-        except KeyboardInterrupt:  # a second Ctrl-C must not cost the result
+            with stop.step("teardown"):
+                self._close()
+        except KeyboardInterrupt:  # a signal during teardown must not cost the result
             log.warning("teardown interrupted; topics %s may remain", outcome.topics)
         self.clock.mark("teardown")
-        self._collect()
+        with stop.step("collect"):
+            self._collect()
 
     def _close(self) -> None:
         worker, topics = self.worker, self.outcome.topics
         delete = not (self.options.keep_topics or self.options.topic_names)
         outages = self.measurement.outages
         if self.outcome.stop_reason == "interrupted":
-            _close_soon(worker, delete, topics, INTERRUPTED_TEARDOWN_S, "interrupted")
+            within_s = stop.left(stop.TEARDOWN_S)
+            _close_soon(worker, delete, topics, within_s, "interrupted")
         elif outages is not None and outages.silent():
             _close_soon(worker, delete, topics, SILENT_BROKER_TEARDOWN_S, "broker not answering")
         else:
@@ -383,10 +384,14 @@ def _last_look(measurement: _Measurement) -> None:
         log.warning("reading the counters after the run failed: %s", error)
 
 
-def _account(worker: Worker, *, drained: bool) -> Accounting | None:
-    """Collect every worker's id ranges before teardown; losses count only after a drain."""
+def _account(worker: Worker, outcome: RunOutcome, *, ask_broker: bool) -> Accounting | None:
+    """Collect every worker's id ranges before teardown; losses count only after a drain, and
+    what a drain left undelivered may be in the broker still: the workers ask it (unless it
+    had stopped answering)."""
+    drained = not outcome.incomplete
     try:
-        return account(worker.accounting(), drained=drained)
+        ledgers = worker.accounting(ask_broker=ask_broker and drained and outcome.undelivered > 0)
+        return account(ledgers, drained=drained)
     except Exception as error:  # the result must be written all the same
         log.warning("accounting for lost and duplicated messages failed: %s", error)
         return None
@@ -456,7 +461,9 @@ def _cut_short(
     outcome.stop_reason = reason
     outcome.stop_detail = detail
     try:
-        worker.stop_load(flush_timeout_s=CUT_SHORT_FLUSH_S)
+        with stop.step("stopLoad"):
+            worker.stop_load(flush_timeout_s=stop.left(stop.FLUSH_S))
     except Exception as error:
         log.warning("stopping the load failed: %s", error)
-    measurement.take(warmup=warmup)
+    with stop.step("lastInterval"):
+        measurement.take(warmup=warmup)

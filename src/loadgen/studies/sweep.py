@@ -129,9 +129,13 @@ def measure_point(
     except RunAborted as aborted:
         if aborted.reason == "interrupted" or aborted.result_path is None:
             raise
-        path = aborted.result_path
-        return point_from_result(rate, path, load_result(Path(path)))
+        return partial_point(rate, aborted.result_path)
     return point_from_result(rate, str(report.path), report.result)
+
+
+def partial_point(rate: float, path: str) -> SweepPoint:
+    """The point of a run cut short, from the partial result it wrote."""
+    return point_from_result(rate, path, load_result(Path(path)))
 
 
 Measure = Callable[[float], SweepPoint]

@@ -34,6 +34,12 @@ class TcpProxy:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def connections(self) -> int:
+        """Connections accepted so far (until cut): a client got as far as connecting."""
+        with self._lock:
+            return len(self._sockets) // 2
+
     def freeze(self) -> None:
         self._flowing.clear()
 

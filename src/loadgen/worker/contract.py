@@ -79,9 +79,10 @@ class Worker(Protocol):
 
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats: ...
 
-    def accounting(self) -> list[dict[str, Any]]:
+    def accounting(self, *, ask_broker: bool = False) -> list[dict[str, Any]]:
         """Every worker's received and acknowledged id ranges
-        (:meth:`loadgen.accounting.Ledger.to_json`), for :func:`loadgen.accounting.account`."""
+        (:meth:`loadgen.accounting.Ledger.to_json`), for :func:`loadgen.accounting.account`;
+        with ``ask_broker``, also what the broker holds unread (:mod:`loadgen.worker.unread`)."""
 
     @property
     def worker_intervals(self) -> dict[str, list[IntervalStats]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from array import array
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -51,6 +52,7 @@ from loadgen.worker.plan import Subscription
 from loadgen.worker.producer_loop import ProducerLoop
 from loadgen.worker.sent_bytes import SentBytes
 from loadgen.worker.skew import ClockTable
+from loadgen.worker.unread import UNREAD_QUERY_S, unread_by_subscription
 
 log = logging.getLogger("loadgen.worker")
 
@@ -115,6 +117,11 @@ def _joined(columns: list[np.ndarray]) -> np.ndarray:
 def _stamped_negatives(latencies: np.ndarray) -> int:
     """Negative latencies (clock skew), not counting messages without a send time."""
     return int(np.count_nonzero((latencies < 0) & (latencies > UNSTAMPED_BELOW)))
+
+
+def _delivery_rows(deliveries: array) -> np.ndarray:
+    """A consumer recorder's deliveries, one row each (:data:`loadgen.recorder.DELIVERY`)."""
+    return np.frombuffer(deliveries, dtype=np.int64).reshape(-1, len(DELIVERY))
 
 
 class LocalWorker:
@@ -269,9 +276,9 @@ class LocalWorker:
 
     def stop_load(self, flush_timeout_s: float) -> int:
         """Stop sending and wait for in-flight acknowledgements; return how many never came."""
-        if self._loop is not None:
-            self._loop.stop()
         deadline = time.monotonic() + flush_timeout_s
+        if self._loop is not None:
+            self._loop.stop(flush_timeout_s)
         pending = 0
         for producer in self._producers:
             pending += producer.flush(max(deadline - time.monotonic(), 0.0))
@@ -315,10 +322,7 @@ class LocalWorker:
         """Take everything recorded since the last snapshot as one interval."""
         produced = self._producer_recorder.take()
         consumed = [recorder.take() for recorder in self._consumer_recorders]
-        rows = [
-            np.frombuffer(sample.deliveries, dtype=np.int64).reshape(-1, len(DELIVERY))
-            for sample in consumed
-        ]
+        rows = [_delivery_rows(sample.deliveries) for sample in consumed]
         latencies = [self._latencies(each) for each in rows]
         e2e = _joined([each for each, _ in latencies])
         from_intended = _joined([each for _, each in latencies])
@@ -374,10 +378,26 @@ class LocalWorker:
             histograms=histograms,
         )
 
-    def accounting(self) -> list[dict[str, object]]:
+    def accounting(self, *, ask_broker: bool = False) -> list[dict[str, object]]:
         """Every worker's :meth:`Ledger.to_json` (here: this one's), for
         :func:`loadgen.accounting.account`."""
-        return [self.ledger.to_json()]
+        if not ask_broker:
+            return [self.ledger.to_json()]
+        names = self.ledger.consumer_subscriptions
+        unread = unread_by_subscription(self._consumers, names, UNREAD_QUERY_S)
+        self._fold_late_deliveries()
+        ledger = self.ledger.to_json()
+        for entry in ledger["subscriptions"]:
+            entry["unread"] = unread.get((entry["topic"], entry["subscription"]))
+        return [ledger]
+
+    def _fold_late_deliveries(self) -> None:
+        """What the consumers read since the last snapshot (they read on after the drain) is
+        received, not unread: it goes into the accounting only, the intervals having ended.
+        Read after the broker was asked, it may be counted unread too: the accounting then
+        calls that many fewer messages lost (the reads of the milliseconds the question took)."""
+        rows = [_delivery_rows(each.take().deliveries) for each in self._consumer_recorders]
+        self.ledger.record([each[:, MESSAGE_ID:] for each in rows], np.empty(0, np.int64))
 
     @property
     def worker_intervals(self) -> dict[str, list[IntervalStats]]:

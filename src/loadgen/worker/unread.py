@@ -1,0 +1,41 @@
+"""What each subscription had yet to read when the run ended, as its broker counts it.
+
+A drain that ends with messages undelivered does not make them lost: a catch-up subscription
+whose backlog was too big to read in the run's time still has it in the broker. Before the
+accounting calls anything lost, each consumer that can (:class:`loadgen.driver.Backlog`) asks its
+broker what is left; :func:`loadgen.accounting.account` counts that much of what is missing as
+unread. The question is bounded: a broker that does not answer leaves it unknown (and the
+missing messages counted as lost, as before).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from loadgen.driver import Backlog
+
+log = logging.getLogger("loadgen.run")
+
+UNREAD_QUERY_S = 2.0
+"""How long asking every consumer's broker may take in all."""
+
+
+def unread_by_subscription(
+    consumers: Sequence[object], names: Sequence[tuple[str, str]], timeout_s: float
+) -> dict[tuple[str, str], dict[str, int] | None]:
+    """Per ``(topic, subscription)`` of ``consumers`` (named by ``names``, in order), the
+    broker's unread counts by partition or queue; ``None`` where one consumer could not say."""
+    deadline = time.monotonic() + timeout_s
+    found: dict[tuple[str, str], dict[str, int] | None] = {}
+    for consumer, name in zip(consumers, names, strict=True):
+        counts = None
+        if isinstance(consumer, Backlog) and (left := deadline - time.monotonic()) > 0:
+            try:
+                counts = consumer.unread(left)
+            except Exception as error:  # the accounting goes on without it
+                log.warning("asking the broker for %s's backlog failed: %s", name[1], error)
+        known = found.get(name, {})
+        found[name] = None if counts is None or known is None else known | counts
+    return found

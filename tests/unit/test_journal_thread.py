@@ -74,9 +74,9 @@ def test_a_hung_disk_does_not_hold_the_runs_end(tmp_path, monkeypatch, caplog):
     took = []
     finish = Checkpoint.finish
 
-    def timed(self, intervals):
+    def timed(self, intervals, wait_s):
         began = time.monotonic()
-        finish(self, intervals)
+        finish(self, intervals, wait_s)
         took.append(time.monotonic() - began)
 
     monkeypatch.setattr(Checkpoint, "finish", timed)

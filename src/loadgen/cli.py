@@ -40,6 +40,7 @@ from loadgen.request import RunOptions, RunRequest
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.intervals_csv import write_intervals_csv
 from loadgen.results.verdict import format_checks, judge_report
+from loadgen.results.writable import check_outputs
 from loadgen.runner import run_one
 from loadgen.spec import KeyDistributor, load_driver_spec, load_workload, validate_file
 from loadgen.spec.driver_spec import DriverSpec
@@ -189,7 +190,7 @@ RUN_OPTIONS = (
         "--pipeline",
         "pipeline_dir",
         metavar="DIR",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),
         default=None,
         help="Also land every interval in DIR for `loadgen pipeline ingest` (Spark).",
     ),
@@ -289,6 +290,14 @@ def run(
         specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
     else:
         loaded, specs = [(Path(str(from_url[0].name)), from_url[0])], [from_url[1]]
+    pipeline_dir = options.pipeline_dir
+    check_outputs(
+        {
+            "-o/--out": output.out_dir,
+            "--pipeline": None if pipeline_dir is None else Path(pipeline_dir),
+            "--csv": None if output.csv is None else output.csv.parent,
+        }
+    )
     with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
         if board is not None and metrics is not None:  # before a broker starts: fail fast
             served = stack.enter_context(serving(board, *metrics, placement.token))
@@ -543,6 +552,7 @@ def sweep_command(
             value=0,
             allowed="at least 1, or --slo-metric publish",
         )
+    check_outputs({"-o/--out": output.out_dir})
     with _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
         spec = (
             load_driver_spec(driver, lenient=lenient)
@@ -661,6 +671,7 @@ def matrix_command(
             click.echo(f"{point.key}  {values}")
         click.echo(f"{len(plan.points)} runs", err=True)
         return
+    check_outputs({"-o/--out": output.out_dir})
     around = make_hooks(
         plan.before_run + hooks.before_run, plan.after_run + hooks.after_run, hooks.timeout_s
     )
@@ -768,6 +779,7 @@ def report(
 
     if out is None:
         out = results[0].with_suffix(".html") if len(results) == 1 else Path("report.html")
+    check_outputs({"-o/--out": out.parent, "--images": images})
     click.echo(html.write_report(results, out))
     if images is not None:
         for path in html.export_charts(results, images, image_format):

@@ -10,7 +10,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,14 @@ from loadgen.payload import build_payloads
 from loadgen.pipeline.landing import LandingFeed, RunIdentity, open_landing
 from loadgen.redaction import redact
 from loadgen.request import RunRequest
-from loadgen.results.checkpoint import UNFINISHED, UNFINISHED_DETAIL, Checkpoint
+from loadgen.results.checkpoint import Checkpoint
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.hlog import write_hlogs
-from loadgen.results.metadata import configuration, run_metadata
-from loadgen.results.testresult import ResultHeader, build_test_result
+from loadgen.results.journal import JournalWriter, journal_path
+from loadgen.results.metadata import configuration
+from loadgen.results.runstart import RunStart, result_document
+from loadgen.results.testresult import ResultHeader
 from loadgen.scenarios.tailing import run_tailing
-from loadgen.stats import IntervalStats
 from loadgen.worker.local import WORKER_ID
 
 
@@ -57,8 +58,8 @@ class _Run:
     def started_ms(self) -> int:
         return self.request.options.started_ms or 0
 
-    def document(self, outcome: RunOutcome) -> dict[str, Any]:
-        """The TestResult document of ``outcome`` (finished, cut short or still going)."""
+    def facts(self) -> RunStart:
+        """What the result says that is fixed now (the journal's first record)."""
         request = self.request
         workload = request.workload
         header = ResultHeader(
@@ -72,28 +73,22 @@ class _Run:
             subscriptions_per_topic=workload.subscriptions_per_topic,
             tailing_subscriptions_per_topic=workload.tailing_subscriptions_per_topic,
         )
-        run = run_metadata(request, outcome, self.run_id, self.setup)
-        return build_test_result(header, outcome, run)
+        options = request.options
+        return RunStart(
+            header,
+            self.run_id,
+            self.started_ms,
+            self.setup,
+            {f.name: getattr(options, f.name) for f in fields(options)},
+            request.placement.describe(),
+        )
 
     def checkpoint(self) -> Checkpoint | None:
-        """With an output directory, the result so far rewritten there after every interval."""
+        """With an output directory, the run's journal and hlogs there, appended as it goes."""
         if self.request.out_dir is None:
             return None
-
-        def so_far(intervals: list[IntervalStats]) -> dict[str, Any]:
-            return self.document(
-                RunOutcome(
-                    intervals=intervals,
-                    started_ms=self.started_ms,
-                    ended_ms=intervals[-1].end_ms,
-                    incomplete=True,
-                    stop_reason=UNFINISHED,
-                    stop_detail=UNFINISHED_DETAIL,
-                )
-            )
-
         path = result_path(self.request.out_dir, self.request, self.started_ms)
-        return Checkpoint(path, self.started_ms, so_far)
+        return Checkpoint(JournalWriter(path.name, self.facts()), self.request.out_dir)
 
     def landing(self) -> LandingFeed | None:
         """With ``--pipeline``, every interval landed for the Spark job."""
@@ -127,8 +122,9 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
     everything measured until then (and the pipeline, if any, gets the end marker all the same).
     The hooks run before anything is created and after the topics are gone; a failing
     ``before_run`` command raises :class:`~loadgen.hooks.HookFailed` and nothing is run.
-    With an ``out_dir``, the result so far is written there after every interval under the
-    name the final result will have (:mod:`loadgen.results.checkpoint`).
+    With an ``out_dir``, the run's journal and hlogs are appended there after every interval,
+    under the name the final result will have (:mod:`loadgen.results.checkpoint`); the journal
+    is left for :func:`run_one` to remove once the result is written.
     """
     run = _Run.start(request)
     request = run.request
@@ -151,11 +147,13 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
         status = "incomplete" if outcome.incomplete else "complete"
     finally:  # after_run undoes what before_run did, so it runs whenever before_run did
         done_hooks += run_after(request.hooks, {**env, "LOADGEN_RUN_STATUS": status})
+    if checkpoint is not None:
+        checkpoint.finish(outcome.intervals)
     if landing is not None:
         landing.end(
             outcome.intervals, incomplete=outcome.incomplete, stop_reason=outcome.stop_reason
         )
-    result = run.document(outcome)
+    result = result_document(run.facts(), outcome)
     if request.hooks:
         result["run"]["hooks"] = [redact(record.to_json()) for record in done_hooks]
     return request.name, result, outcome
@@ -171,14 +169,15 @@ def run_one(request: RunRequest) -> RunReport:
     """Run ``request`` and write the result into its ``out_dir``; raise RunAborted if cut short.
 
     The result file is written before RunAborted is raised, so nothing measured is lost; while
-    the run goes, it holds the last completed interval's checkpoint.
+    the run goes, its journal holds every completed interval, and goes once the result is there.
     """
     if request.out_dir is None:
         raise ValueError("run_one writes a result file: the request needs an out_dir")
     _, result, outcome = execute(request)
     path = result_path(request.out_dir, request, outcome.started_ms)
     write_json_atomic(path, result)
-    write_hlogs(path, outcome.intervals, outcome.started_ms)
+    write_hlogs(path, outcome.intervals, outcome.started_ms)  # the drain changed the last line
+    journal_path(path).unlink(missing_ok=True)
     if outcome.incomplete:
         raise RunAborted(outcome.stop_reason or "error", outcome.stop_detail, str(path))
     return RunReport(path, result, outcome)

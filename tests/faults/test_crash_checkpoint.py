@@ -1,6 +1,8 @@
-"""A run killed without warning (SIGKILL: no handler runs) leaves its last completed interval."""
+"""A run killed without warning (SIGKILL: no handler runs) leaves its last completed interval:
+its journal and hlogs, which ``loadgen report`` reads."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import pytest
 
 from loadgen import hdr
 from loadgen.results.hlog import hlog_path
+from loadgen.results.journal import result_from_journal
 from loadgen.stats import METRICS
 
 pytestmark = pytest.mark.e2e
@@ -39,6 +42,11 @@ def start(tmp_path, seconds):
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def loadgen(*arguments):
+    command = [sys.executable, "-m", "loadgen", *map(str, arguments)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=os.environ)
+
+
 def wait_for_intervals(child, count):
     seen = 0
     for line in child.stdout:
@@ -51,11 +59,13 @@ def wait_for_intervals(child, count):
 def test_sigkill_mid_run_leaves_the_result_of_the_last_completed_interval(tmp_path):
     child = start(tmp_path, 60)
     wait_for_intervals(child, 3)
-    time.sleep(0.3)  # the third checkpoint is written right after its line
+    time.sleep(0.3)  # the third interval is appended right after its line
     child.send_signal(signal.SIGKILL)
     child.wait(10)
-    [path] = (tmp_path / "out").glob("*.json")
-    result = json.loads(path.read_text())
+    out = tmp_path / "out"
+    assert not list(out.glob("*.json"))  # no result: the journal has it
+    [journal] = out.glob("*.journal")
+    result = result_from_journal(journal)
     assert result["incomplete"] is True and result["stopReason"] == "unfinished"
     assert "killed or crashed" in result["run"]["stopDetail"]
     intervals = len(result["publishRate"])
@@ -67,9 +77,15 @@ def test_sigkill_mid_run_leaves_the_result_of_the_last_completed_interval(tmp_pa
     ]
     assert sum(period_counts) == result["totalMessagesSent"]
     for metric in METRICS:
-        log = hlog_path(path, metric).read_text()
-        assert log.count("\n") >= intervals  # one line per interval after the header
-    assert not list((tmp_path / "out").glob(".*"))  # no temporary file left behind
+        log = hlog_path(journal, metric).read_text()
+        assert log.count("\n") >= 5 + intervals  # the header, then a line per interval
+    assert not list(out.glob(".*"))  # no temporary file left behind
+
+    done = loadgen("report", journal, "-o", tmp_path / "killed.html")
+    assert done.returncode == 0, done.stderr
+    assert "killed.html" in done.stdout
+    page = (tmp_path / "killed.html").read_text()
+    assert "unfinished" in page and f"{result['totalMessagesSent']:,}" in page
 
 
 def test_a_finished_run_replaces_its_checkpoints_with_the_result(tmp_path):

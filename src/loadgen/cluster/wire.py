@@ -8,6 +8,7 @@ is a pydantic model with ``extra="forbid"``: a malformed request is refused with
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -135,7 +136,11 @@ class CloseBody(Body):
     delete_topics: bool
 
 
-def stats_to_json(stats: IntervalStats) -> dict[str, Any]:
+def stats_to_json(
+    stats: IntervalStats, encode: Callable[[hdr.Histogram], str] = hdr.encode
+) -> dict[str, Any]:
+    """``stats`` as JSON, each histogram as ``encode`` writes it (V2 base64 on the wire; the
+    journal's own packed form in :mod:`loadgen.results.journal`)."""
     return {
         "startMs": stats.start_ms,
         "endMs": stats.end_ms,
@@ -150,11 +155,20 @@ def stats_to_json(stats: IntervalStats) -> dict[str, Any]:
         "outOfOrder": stats.out_of_order,
         "receivedCatchUp": stats.received_catch_up,
         "warmup": stats.warmup,
-        "histograms": {metric: hdr.encode(h) for metric, h in stats.histograms.items()},
+        "histograms": {metric: encode(h) for metric, h in stats.histograms.items()},
     }
 
 
-def stats_from_json(data: dict[str, Any]) -> IntervalStats:
+def _decoded(encoded: dict[str, str]) -> Mapping[str, hdr.Histogram]:
+    known = (metric for metric in encoded if metric in ALL_METRICS)
+    return {metric: hdr.decode(metric, encoded[metric]) for metric in known}
+
+
+def stats_from_json(
+    data: dict[str, Any],
+    histograms: Callable[[dict[str, str]], Mapping[str, hdr.Histogram]] = _decoded,
+) -> IntervalStats:
+    """What :func:`stats_to_json` wrote; ``histograms`` reads its encoded histograms."""
     return IntervalStats(
         start_ms=data["startMs"],
         end_ms=data["endMs"],
@@ -169,11 +183,7 @@ def stats_from_json(data: dict[str, Any]) -> IntervalStats:
         out_of_order=data["outOfOrder"],
         received_catch_up=data["receivedCatchUp"],
         warmup=data["warmup"],
-        histograms={
-            metric: hdr.decode(metric, text)
-            for metric, text in data["histograms"].items()
-            if metric in ALL_METRICS
-        },
+        histograms=histograms(data["histograms"]),
     )
 
 

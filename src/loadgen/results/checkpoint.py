@@ -1,69 +1,61 @@
-"""The result file rewritten after every interval, so a crash keeps what was measured.
+"""The run's journal kept up to date while it goes, so a crash keeps what was measured.
 
-A run that ends normally (or is interrupted) replaces this file with its real result; one that
-dies without a chance to write (SIGKILL, the machine going down, a crash in a client library)
-leaves the result of its last completed interval: ``incomplete: true``, ``stopReason:
-unfinished``, with the hlogs next to it. Building the document costs more as the run grows
-(every histogram is merged again), so a checkpoint is skipped while writing would take more
-than a tenth of the time since the previous one; the run is never slowed by more than that.
+A :class:`~loadgen.listeners.RunListener`: at the run's first phase it writes the journal's
+start record, and after every interval it appends that interval to the journal and the hlogs
+(:mod:`loadgen.results.journal`). Nothing is rebuilt or skipped: each interval costs one append,
+whatever the run's length. A run that ends normally (or is interrupted) writes its result and
+removes the journal; one that dies without a chance to (SIGKILL, the machine going down, a crash
+in a client library) leaves the journal and the hlogs, which ``loadgen report`` reads.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from loadgen.heap import release_free_memory
-from loadgen.results.files import write_json_atomic
-from loadgen.results.hlog import write_hlogs
+from loadgen.results.journal import JournalWriter
 from loadgen.stats import IntervalStats
 
 log = logging.getLogger("loadgen.results")
 
-UNFINISHED = "unfinished"
-UNFINISHED_DETAIL = (
-    "written after an interval while the run was going; the process ended before the run did "
-    "(killed or crashed), so this holds the intervals completed until then"
-)
-MAX_SHARE = 0.1
-"""The largest share of the run's time spent writing checkpoints."""
-
 
 class Checkpoint:
-    def __init__(
-        self,
-        path: Path,
-        started_ms: int,
-        build: Callable[[list[IntervalStats]], dict[str, Any]],
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        """``build`` turns the intervals so far into the result document to write."""
-        self.path = path
-        self.started_ms = started_ms
-        self.build = build
-        self.clock = clock
+    def __init__(self, writer: JournalWriter, directory: Path) -> None:
+        """``directory``: where the writes go; the run's output directory (the full-disk
+        fallback may move it, and the writer then writes everything there first)."""
+        self.writer = writer
+        self.directory = directory
         self.intervals: list[IntervalStats] = []
-        self._next_write = 0.0
+        """The run's intervals as it keeps them (spilled): the same objects, not copies, so
+        the journal can be written whole in a new directory."""
+        self._failed = False
 
     def on_phase(self, phase: str, seconds: float | None) -> None:
-        """Only intervals change the result (a :class:`~loadgen.listeners.RunListener`)."""
+        if self.writer.directory is None:  # the start record, before the first interval
+            self.write()
 
     def on_interval(self, stats: IntervalStats, backlog: int) -> None:
-        self.intervals.append(stats)  # as the run keeps it (spilled), not a copy
+        self.intervals.append(stats)
         self.write()
 
     def write(self) -> None:
-        began = self.clock()
-        if began < self._next_write:
-            return
         try:
-            write_json_atomic(self.path, self.build(self.intervals))
-            write_hlogs(self.path, self.intervals, self.started_ms)
+            self.writer.write(self.directory, self.intervals)
         except Exception as error:  # a checkpoint that fails must not end the run
-            log.warning("writing the checkpoint %s failed: %s", self.path, error)
-        release_free_memory()  # the document just built is garbage now: its heap goes back
-        took = self.clock() - began
-        self._next_write = began + took / MAX_SHARE
+            if not self._failed:
+                log.warning("writing the journal in %s failed: %s", self.directory, error)
+            self._failed = True
+            self.writer.directory = None  # written whole again at the next write that can
+
+    def finish(self, intervals: list[IntervalStats]) -> None:
+        """Bring the journal to the run's final ``intervals``: the drain merges its messages
+        into the last interval after the listeners heard of it."""
+        replaced = (
+            len(intervals) == len(self.intervals) > 0 and intervals[-1] is not self.intervals[-1]
+        )
+        if replaced and self.writer.directory is not None:
+            try:
+                self.writer.replace_last(intervals[-1])
+            except OSError as error:
+                log.warning("writing the journal in %s failed: %s", self.directory, error)
+        self.intervals = []

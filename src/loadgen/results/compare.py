@@ -16,6 +16,7 @@ from statistics import fmean
 from typing import Any
 
 from loadgen.errors import ConfigError
+from loadgen.results.journal import SUFFIX, journal_path, result_from_journal
 
 LATENCY_PERCENTILES = (("p50", "50pct"), ("p99", "99pct"), ("p99.9", "999pct"))
 LATENCY_GROUPS = (  # label, field stem, unit, gated
@@ -48,6 +49,11 @@ class Row:
 
 
 def load_result(path: Path) -> dict[str, Any]:
+    """A result JSON, or the result rebuilt from a run's ``.journal`` (a run that died: also
+    found from its result's name, which it never wrote)."""
+    journal = journal_path(path)
+    if path.suffix == SUFFIX or (path.suffix == ".json" and not path.exists() and journal.exists()):
+        return result_from_journal(journal)
     try:
         document = json.loads(path.read_text())
     except (OSError, ValueError) as error:

@@ -32,15 +32,17 @@ def hlog_text(metric: str, intervals: list[IntervalStats], started_ms: int) -> s
         f"#[BaseTime: {start_s:.3f} (seconds since epoch)]",
         LEGEND,
     ]
-    for interval in intervals:
-        if interval.warmup:
-            continue
-        histogram = interval.histogram(metric)
-        lines.append(
-            f"{(interval.start_ms - started_ms) / 1000:.3f},{interval.seconds:.3f},"
-            f"{histogram.max / MICROS_PER_MS:.3f},{hdr.encode(histogram)}"
-        )
+    lines += [hlog_line(metric, s, started_ms) for s in intervals if not s.warmup]
     return "\n".join(lines) + "\n"
+
+
+def hlog_line(metric: str, interval: IntervalStats, started_ms: int) -> str:
+    """The line of one measured interval (no line end): what a run appends as it goes."""
+    histogram = interval.histogram(metric)
+    return (
+        f"{(interval.start_ms - started_ms) / 1000:.3f},{interval.seconds:.3f},"
+        f"{histogram.max / MICROS_PER_MS:.3f},{hdr.encode(histogram)}"
+    )
 
 
 def hlog_path(result_path: Path, metric: str) -> Path:

@@ -6,20 +6,21 @@ import os
 import platform
 import socket
 import subprocess
-from dataclasses import fields
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import loadgen
 from loadgen.cpus import available_cpus
 from loadgen.driver import load_driver_class
 from loadgen.outcome import RunOutcome
 from loadgen.redaction import redact
-from loadgen.request import RunRequest
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
+
+if TYPE_CHECKING:  # runstart builds the result with this module
+    from loadgen.results.runstart import RunStart
 
 ENGINE_DISTRIBUTIONS = ("hdrhistogram",)
 """Libraries of the engine whose versions explain a result's numbers (besides the driver's)."""
@@ -68,22 +69,19 @@ def configuration(workload: Workload, spec: DriverSpec) -> dict[str, Any]:
     }
 
 
-def run_metadata(
-    request: RunRequest, outcome: RunOutcome, run_id: str, setup: dict[str, Any]
-) -> dict[str, Any]:
+def run_metadata(start: RunStart, outcome: RunOutcome) -> dict[str, Any]:
     """The ``run`` block of the result: id, configuration, config echo, drain and clock facts.
 
-    ``setup`` is the run's :func:`configuration`, taken once when it started (the landing
-    files carry the same); the workers, their clock offsets and roles come from the outcome
-    (the worker that ran it).
+    The start's ``setup`` is the run's :func:`configuration`, taken once when it started (the
+    landing files carry the same); the workers, their clock offsets and roles come from the
+    outcome (the worker that ran it).
     """
-    options = request.options
     return {
-        "runId": run_id,
-        **setup,
+        "runId": start.run_id,
+        **start.setup,
         "startedAt": datetime.fromtimestamp(outcome.started_ms / 1000, UTC).isoformat(),
         "endedAt": datetime.fromtimestamp(outcome.ended_ms / 1000, UTC).isoformat(),
-        "options": {f.name: getattr(options, f.name) for f in fields(options)},
+        "options": start.options,
         "topics": outcome.topics,
         "drain": {
             "seconds": round(outcome.drain_seconds, 3),
@@ -92,6 +90,6 @@ def run_metadata(
         },
         "phaseSeconds": {phase: round(t, 3) for phase, t in outcome.phase_seconds.items()},
         "stopDetail": outcome.stop_detail or None,
-        "placement": request.placement.describe(),
+        "placement": start.placement,
         **outcome.placement,
     }

@@ -1,0 +1,196 @@
+"""The run's journal: ``<result stem>.journal`` beside the result, only ever appended to.
+
+One JSON object a line: first the run's :class:`~loadgen.results.runstart.RunStart`, then one
+record per completed interval (its counters, and its histograms as base64 of
+:func:`loadgen.hdr.pack`: a third the size of the V2 encoding and read back without building a
+dense histogram). Each line goes in with one ``write`` on an ``O_APPEND`` descriptor, then
+``fdatasync``: a crash (SIGKILL, a power cut) loses at most the interval being written, and a
+line torn by one is ignored by the reader with a warning. Appending costs the same at the
+3000th interval as at the 3rd, where rewriting the result did not. The hlogs beside it
+(:mod:`loadgen.results.hlog`) grow the same way, a line per measured interval.
+
+A finished run writes its result and removes the journal; one that died leaves it, and
+:func:`result_from_journal` rebuilds the result (``incomplete``, ``stopReason: unfinished``)
+through the builder the run itself uses.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from loadgen import hdr
+from loadgen.cluster.wire import stats_from_json, stats_to_json
+from loadgen.errors import ConfigError
+from loadgen.results.files import write_bytes_atomic, write_text_atomic
+from loadgen.results.hlog import hlog_line, hlog_path, hlog_text
+from loadgen.results.runstart import RunStart, result_document, unfinished_outcome
+from loadgen.spill import PackedHistograms
+from loadgen.stats import IntervalStats, recorded_metrics
+
+log = logging.getLogger("loadgen.results")
+
+FORMAT = 1
+"""Bumped when a record changes shape; a reader refuses a format it does not know."""
+SUFFIX = ".journal"
+
+
+def journal_path(result_path: Path) -> Path:
+    return result_path.with_suffix(SUFFIX)
+
+
+def _packed(histogram: hdr.Histogram) -> str:
+    return base64.b64encode(hdr.pack(histogram)).decode("ascii")
+
+
+def _unpacked(encoded: dict[str, str]) -> PackedHistograms:
+    return PackedHistograms({metric: base64.b64decode(text) for metric, text in encoded.items()})
+
+
+def start_record(start: RunStart) -> dict[str, Any]:
+    return {"journal": "loadgen", "format": FORMAT, "kind": "start", **start.to_json()}
+
+
+def interval_record(stats: IntervalStats, **extra: Any) -> dict[str, Any]:
+    return {"kind": "interval", **stats_to_json(stats, _packed), **extra}
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode()
+
+
+def append_line(path: Path, line: bytes, *, sync: bool) -> None:
+    """Add ``line`` to ``path`` in one write; a write the disk cut short is taken back (the file
+    is truncated to where it was), so the file never holds a torn line followed by more."""
+    handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(handle).st_size
+        try:
+            written = os.write(handle, line)
+            if written != len(line):
+                raise OSError(f"wrote {written} of {len(line)} bytes to {path}")
+            if sync:
+                os.fdatasync(handle)
+        except OSError:
+            os.ftruncate(handle, size)
+            raise
+    finally:
+        os.close(handle)
+
+
+class JournalWriter:
+    """Writes one run's journal and hlogs; keeps no intervals, only where it wrote last."""
+
+    def __init__(self, result_name: str, start: RunStart) -> None:
+        """``result_name``: the result file's name (``<stem>.json``), in whichever directory."""
+        self.result_name = result_name
+        self.start = start
+        self.directory: Path | None = None
+        self.written = 0
+        """How many of the run's intervals the journal holds (the run's list is the truth)."""
+        self.hlogs: set[str] = set()
+        self.last_write_ms: float | None = None
+
+    def write(self, directory: Path, intervals: Sequence[IntervalStats]) -> None:
+        """Bring the journal and hlogs in ``directory`` up to the run's ``intervals``: append
+        the ones not written yet; if ``directory`` is not where the last write went (or the
+        journal is new), first write the whole of both there."""
+        began = time.perf_counter()
+        if directory != self.directory:
+            self._write_whole(directory, intervals[: self.written])
+        for stats in intervals[self.written :]:
+            self._append(stats, intervals)
+        self.last_write_ms = (time.perf_counter() - began) * 1000
+        log.debug("journal write: %.2f ms", self.last_write_ms)
+
+    def replace_last(self, stats: IntervalStats) -> None:
+        """Record that the run's last interval became ``stats`` (the drain's messages merged
+        into it); the hlogs are rewritten by the run's end."""
+        assert self.directory is not None, "replace_last after a first write"
+        record = interval_record(stats, replacesLast=True)
+        append_line(journal_path(self._result_path()), _line(record), sync=True)
+
+    def _result_path(self) -> Path:
+        assert self.directory is not None
+        return self.directory / self.result_name
+
+    def _write_whole(self, directory: Path, intervals: Sequence[IntervalStats]) -> None:
+        lines = [_line(start_record(self.start))]
+        lines += [_line(interval_record(stats)) for stats in intervals]
+        result = directory / self.result_name
+        write_bytes_atomic(journal_path(result), b"".join(lines))
+        self.hlogs = set()
+        self.directory = directory
+        self._write_new_hlogs(intervals)
+
+    def _write_new_hlogs(self, intervals: Sequence[IntervalStats]) -> None:
+        """Whole hlogs for the metrics that have none yet (all at first; ``endToEndUncorrected``
+        when the clocks' correction begins)."""
+        for metric in recorded_metrics(intervals):
+            if metric not in self.hlogs:
+                path = hlog_path(self._result_path(), metric)
+                write_text_atomic(path, hlog_text(metric, list(intervals), self.start.started_ms))
+                self.hlogs.add(metric)
+
+    def _append(self, stats: IntervalStats, intervals: Sequence[IntervalStats]) -> None:
+        record = interval_record(stats, writeMs=self.last_write_ms)
+        append_line(journal_path(self._result_path()), _line(record), sync=True)
+        self.written += 1
+        new = set(recorded_metrics((stats,))) - self.hlogs  # this interval's: flat in the run
+        if new:
+            self._write_new_hlogs(intervals[: self.written])
+        if stats.warmup:
+            return
+        for metric in self.hlogs - new:
+            line = hlog_line(metric, stats, self.start.started_ms) + "\n"
+            append_line(hlog_path(self._result_path(), metric), line.encode(), sync=False)
+
+
+def read_journal(path: Path) -> tuple[RunStart, list[IntervalStats]]:
+    """The run's start and its completed intervals; a torn last line is left out, with a
+    warning. Anything else unreadable is a :class:`~loadgen.errors.ConfigError`."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"cannot read a journal: {error}", file=str(path)) from None
+    lines = data.split(b"\n")
+    if lines[-1]:  # no line end: the process died while writing it
+        log.warning("%s: its last line is torn (the run died writing it): left out", path)
+    records = []
+    for number, line in enumerate(lines[:-1], 1):
+        try:
+            records.append(json.loads(line))
+        except ValueError as error:
+            raise ConfigError(f"line {number} is not JSON: {error}", file=str(path)) from None
+    if not records or records[0].get("journal") != "loadgen":
+        raise ConfigError(
+            "not a loadgen journal (no start record)", file=str(path), allowed="a .journal"
+        )
+    if records[0].get("format") != FORMAT:
+        raise ConfigError(
+            "a journal format this loadgen cannot read",
+            file=str(path),
+            path="format",
+            value=records[0].get("format"),
+            allowed=[str(FORMAT)],
+        )
+    intervals: list[IntervalStats] = []
+    for record in records[1:]:
+        stats = stats_from_json(record, _unpacked)
+        if record.get("replacesLast") and intervals:
+            intervals.pop()
+        intervals.append(stats)
+    return RunStart.from_json(records[0]), intervals
+
+
+def result_from_journal(path: Path) -> dict[str, Any]:
+    """The TestResult of a run from its journal: what the run would have written had it ended
+    after the journal's last interval (``incomplete: true``, ``stopReason: unfinished``)."""
+    start, intervals = read_journal(path)
+    return result_document(start, unfinished_outcome(start, intervals))

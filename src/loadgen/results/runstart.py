@@ -1,0 +1,74 @@
+"""What a run's result says that is fixed when the run starts, and the one builder of the result.
+
+The runner and the journal reader (:mod:`loadgen.results.journal`) both build the TestResult
+through :func:`result_document`, from a :class:`RunStart` and an outcome, so a result rebuilt
+from a journal cannot drift from the one a run writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from loadgen.outcome import RunOutcome
+from loadgen.results.metadata import run_metadata
+from loadgen.results.testresult import ResultHeader, build_test_result
+from loadgen.stats import IntervalStats
+
+UNFINISHED = "unfinished"
+UNFINISHED_DETAIL = (
+    "rebuilt from the run's journal, written after every interval while the run was going; the "
+    "process ended before the run did (killed or crashed), so this holds the intervals "
+    "completed until then"
+)
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """Everything of a result but its intervals and what the run's end tells: a journal's first
+    record, JSON-ready (``options`` and ``placement`` as the result's ``run`` block shows them)."""
+
+    header: ResultHeader
+    run_id: str
+    started_ms: int
+    setup: dict[str, Any]
+    options: dict[str, Any]
+    placement: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "header": asdict(self.header),
+            "runId": self.run_id,
+            "startedMs": self.started_ms,
+            "setup": self.setup,
+            "options": self.options,
+            "placement": self.placement,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunStart:
+        return cls(
+            ResultHeader(**data["header"]),
+            data["runId"],
+            data["startedMs"],
+            data["setup"],
+            data["options"],
+            data["placement"],
+        )
+
+
+def result_document(start: RunStart, outcome: RunOutcome) -> dict[str, Any]:
+    """The TestResult document of ``outcome`` (finished, cut short or still going)."""
+    return build_test_result(start.header, outcome, run_metadata(start, outcome))
+
+
+def unfinished_outcome(start: RunStart, intervals: list[IntervalStats]) -> RunOutcome:
+    """What a run that never ended measured: its completed ``intervals``, nothing of its end."""
+    return RunOutcome(
+        intervals=intervals,
+        started_ms=start.started_ms,
+        ended_ms=intervals[-1].end_ms if intervals else start.started_ms,
+        incomplete=True,
+        stop_reason=UNFINISHED,
+        stop_detail=UNFINISHED_DETAIL,
+    )

@@ -6,10 +6,11 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -22,7 +23,14 @@ from loadgen.cluster.placement import Placement
 from loadgen.cluster.server import DEFAULT_MAX_BODY_BYTES, serve
 from loadgen.cluster.spawn import ANNOUNCEMENT, TOKEN_ENV
 from loadgen.cpus import pin, usable_cpus
-from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
+from loadgen.errors import (
+    EXIT_FALLBACK,
+    ConfigError,
+    LoadgenError,
+    NoPlaceLeft,
+    RunAborted,
+    exit_code_for,
+)
 from loadgen.hooks import RunHooks, describe_hook, make_hooks
 from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import serving
@@ -37,6 +45,7 @@ from loadgen.report.console import (
 from loadgen.report.display import display_for
 from loadgen.report.shape import format_shape
 from loadgen.request import RunOptions, RunRequest
+from loadgen.results.destination import Destination
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.intervals_csv import write_intervals_csv
 from loadgen.results.verdict import format_checks, judge_report
@@ -49,6 +58,7 @@ from loadgen.studies import matrix, sweep
 from loadgen.thresholds import parse_all
 
 log = logging.getLogger("loadgen")
+T = TypeVar("T")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -221,10 +231,15 @@ STUDY_PLACEMENT = (opts.WORKERS, opts.WORKERS_WAIT, opts.PROCESSES, opts.TOKEN)
 
 
 def _slo_exit(output: Output) -> None:
-    """Exit 1 naming the runs that missed a --slo threshold (after every run was made)."""
+    """Exit 1 naming the runs that missed a --slo threshold (after every run was made); else
+    5 or 6 when files could not be written where asked (see loadgen.errors)."""
     if output.slo_failed:
         click.echo(f"slo: {len(output.slo_failed)} run(s) missed a threshold", err=True)
         sys.exit(1)
+    if any(record["writtenTo"] is None for record in output.displaced):
+        sys.exit(NoPlaceLeft.exit_code)
+    if output.displaced:
+        sys.exit(EXIT_FALLBACK)
 
 
 @cli.command(epilog=RUN_EXAMPLES)
@@ -347,16 +362,24 @@ def _run_and_show(request: RunRequest, output: Output) -> RunReport:
     spec, workload = request.driver, request.workload
     title = f"{request.name} on {spec.name} ({spec.kind})"
     click.echo(f"== {title}", err=True)
+    spare = "stderr" if output.display == "json-lines" else "stdout"  # the last resort
+    stream = sys.stderr if spare == "stderr" else sys.stdout
     with display_for(output.display, title) as display:
         shown = replace(request, listeners=(*request.listeners, display))
         try:
-            report = run_one(shown)
+            report = run_one(shown, stream)
         except RunAborted as aborted:
             display.finish(None, aborted.result_path)
+            if aborted.result_path is None:
+                click.echo(f"result: printed as one line of JSON on {spare}", err=True)
             _files_written(aborted.result_path, output)
             raise
         measured = measured_intervals(report.outcome.intervals)
-        display.finish(merge_all(measured) if measured else None, str(report.path))
+        where = None if report.path is None else str(report.path)
+        display.finish(merge_all(measured) if measured else None, where)
+    _displaced(report.result["run"].get("output"), output)
+    if report.path is None:
+        click.echo(f"result: printed as one line of JSON on {spare} instead", err=True)
     _notes(report.result, output)
     if output.slo:
         checks = judge_report(report, workload, output.slo)
@@ -364,12 +387,53 @@ def _run_and_show(request: RunRequest, output: Output) -> RunReport:
         if not all(check.passed for check in checks):
             output.slo_failed.append(str(report.path))
     if output.csv is not None:
-        written = write_intervals_csv(
-            output.csv, report.outcome.intervals, workload.subscriptions_per_topic
-        )
-        click.echo(f"csv: {written}", err=True)
-    _files_written(str(report.path), output)
+        _write_csv(output.csv, report, workload.subscriptions_per_topic, output)
+    _files_written(where, output)
     return report
+
+
+def _write_csv(asked: Path, report: RunReport, subscriptions: int, output: Output) -> None:
+    """The --csv file, in its directory or a fallback one; never a reason to stop."""
+    try:
+        written = _write_displaced(
+            asked.parent,
+            lambda directory: write_intervals_csv(
+                directory / asked.name, report.outcome.intervals, subscriptions
+            ),
+            output,
+        )
+    except NoPlaceLeft as error:
+        click.echo(f"warning: the CSV was not written: {error}", err=True)
+        return
+    click.echo(f"csv: {written}", err=True)
+
+
+def _displaced(record: dict | None, output: Output) -> None:
+    """Say where files went when not where asked (a full or failing disk), for the exit code."""
+    if record is None:
+        return
+    output.displaced.append(record)
+    if record["writtenTo"] is None:
+        click.echo(
+            f"error: nothing could be written in {record['asked']} ({record['reason']}) nor in "
+            "any fallback directory",
+            err=True,
+        )
+    else:
+        click.echo(
+            f"warning: written to {record['writtenTo']}, not {record['asked']} "
+            f"({record['reason']})",
+            err=True,
+        )
+
+
+def _write_displaced(asked: Path, write: Callable[[Path], T], output: Output) -> T:
+    """``write(directory)`` in ``asked``, or a fallback directory when that disk fails."""
+    destination = Destination(asked)
+    try:
+        return destination.write(write)
+    finally:
+        _displaced(destination.record(), output)
 
 
 def _notes(result: dict, output: Output) -> None:
@@ -411,9 +475,13 @@ def _files_written(result: str | None, output: Output) -> None:
         return
     from loadgen.report import html  # matplotlib: imported only when a report is written
 
-    target = Path(result).with_suffix(".html")
+    name = Path(result).with_suffix(".html").name
     try:
-        html.write_report([Path(result)], target)
+        target = _write_displaced(
+            Path(result).parent,
+            lambda directory: html.write_report([Path(result)], directory / name),
+            output,
+        )
     except Exception as error:  # the result is safe on disk; a report bug must not hide it
         click.echo(f"warning: the report was not written: {error!r}", err=True)
         return
@@ -613,14 +681,19 @@ def _sweep_summary(
 
     summary = sweep.sweep_document(base.name, base.driver.name, points, found)
     stem = result_stem(f"{base.name}-sweep", base.driver.name, datetime.now(UTC))
-    target = output.out_dir / f"{stem}.json"
-    write_json_atomic(target, summary)
-    click.echo(sweep_report.table_text(summary))
+
+    def write(directory: Path) -> Path:
+        target = directory / f"{stem}.json"
+        write_json_atomic(target, summary)
+        if output.report:
+            sweep_report.write_html(summary, target.with_suffix(".html"))
+        return target
+
+    click.echo(sweep_report.table_text(summary))  # first: it is shown whatever the disk does
+    target = _write_displaced(output.out_dir, write, output)
     click.echo(f"sweep: {target}", err=True)
     if output.report:
-        click.echo(
-            f"report: {sweep_report.write_html(summary, target.with_suffix('.html'))}", err=True
-        )
+        click.echo(f"report: {target.with_suffix('.html')}", err=True)
 
 
 @cli.command("matrix", epilog=MATRIX_EXAMPLES)
@@ -705,7 +778,11 @@ def matrix_command(
         raise
     click.echo(matrix_report.table_text(document))
     chosen = groups or matrix_report.default_groups(document)
-    written = matrix_report.write_files(document, target, chosen)
+    written = _write_displaced(
+        out_dir,
+        lambda directory: matrix_report.write_files(document, directory / target.name, chosen),
+        output,
+    )
     click.echo(f"matrix: {target} ({', '.join(path.name for path in written)})", err=True)
     if any(entry["status"] != "complete" for entry in document["points"]):
         sys.exit(1)

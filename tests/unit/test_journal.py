@@ -13,6 +13,7 @@ from loadgen import hdr
 from loadgen.errors import ConfigError
 from loadgen.listeners import Listeners
 from loadgen.results.checkpoint import Checkpoint
+from loadgen.results.destination import Destination
 from loadgen.results.hlog import hlog_path, hlog_text
 from loadgen.results.journal import JournalWriter, journal_path, read_journal, result_from_journal
 from loadgen.results.runstart import UNFINISHED, RunStart, result_document, unfinished_outcome
@@ -152,7 +153,7 @@ def test_a_new_directory_gets_the_whole_journal_and_hlogs_then_the_appends(tmp_p
 
 def test_the_drained_last_interval_replaces_the_journals_last(tmp_path):
     intervals = kept_intervals(4)
-    checkpoint = Checkpoint(JournalWriter(NAME, START), tmp_path)
+    checkpoint = Checkpoint(JournalWriter(NAME, START), Destination(tmp_path, []))
     listeners = Listeners((checkpoint,))
     listeners.phase("setup")
     for stats in intervals:
@@ -167,7 +168,8 @@ def test_the_drained_last_interval_replaces_the_journals_last(tmp_path):
 def test_a_failing_write_is_reported_once_and_the_run_goes_on(tmp_path, caplog):
     blocked = tmp_path / "file"
     blocked.write_text("")
-    listeners = Listeners((Checkpoint(JournalWriter(NAME, START), blocked / "out"),))
+    nowhere = Destination(blocked / "out", [])
+    listeners = Listeners((Checkpoint(JournalWriter(NAME, START), nowhere),))
     listeners.phase("setup")
     for stats in kept_intervals(3):
         listeners.interval(stats, 0)  # a directory that cannot exist: every write fails

@@ -11,8 +11,8 @@ in a client library) leaves the journal and the hlogs, which ``loadgen report`` 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
+from loadgen.results.destination import Destination
 from loadgen.results.journal import JournalWriter
 from loadgen.stats import IntervalStats
 
@@ -20,11 +20,11 @@ log = logging.getLogger("loadgen.results")
 
 
 class Checkpoint:
-    def __init__(self, writer: JournalWriter, directory: Path) -> None:
-        """``directory``: where the writes go; the run's output directory (the full-disk
-        fallback may move it, and the writer then writes everything there first)."""
+    def __init__(self, writer: JournalWriter, destination: Destination) -> None:
+        """``destination``: where the writes go, the run's output directory until a write
+        fails there; the writer then writes everything at the next place first."""
         self.writer = writer
-        self.directory = directory
+        self.destination = destination
         self.intervals: list[IntervalStats] = []
         """The run's intervals as it keeps them (spilled): the same objects, not copies, so
         the journal can be written whole in a new directory."""
@@ -40,10 +40,10 @@ class Checkpoint:
 
     def write(self) -> None:
         try:
-            self.writer.write(self.directory, self.intervals)
+            self.destination.write(lambda directory: self.writer.write(directory, self.intervals))
         except Exception as error:  # a checkpoint that fails must not end the run
             if not self._failed:
-                log.warning("writing the journal in %s failed: %s", self.directory, error)
+                log.warning("writing the journal failed: %s", error)
             self._failed = True
             self.writer.directory = None  # written whole again at the next write that can
 
@@ -57,5 +57,5 @@ class Checkpoint:
             try:
                 self.writer.replace_last(intervals[-1])
             except OSError as error:
-                log.warning("writing the journal in %s failed: %s", self.directory, error)
+                log.warning("writing the journal in %s failed: %s", self.writer.directory, error)
         self.intervals = []

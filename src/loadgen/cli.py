@@ -6,11 +6,10 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
 
 import click
 
@@ -19,18 +18,12 @@ from loadgen import adhoc
 from loadgen import cli_options as opts
 from loadgen.cli_env import read_from_environment
 from loadgen.cli_options import Decorator, Output
+from loadgen.cli_output import displaced, displaced_exit_code, write_displaced
 from loadgen.cluster.placement import Placement
 from loadgen.cluster.server import DEFAULT_MAX_BODY_BYTES, serve
 from loadgen.cluster.spawn import ANNOUNCEMENT, TOKEN_ENV
 from loadgen.cpus import pin, usable_cpus
-from loadgen.errors import (
-    EXIT_FALLBACK,
-    ConfigError,
-    LoadgenError,
-    NoPlaceLeft,
-    RunAborted,
-    exit_code_for,
-)
+from loadgen.errors import ConfigError, LoadgenError, NoPlaceLeft, RunAborted, exit_code_for
 from loadgen.hooks import RunHooks, describe_hook, make_hooks
 from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import serving
@@ -45,7 +38,6 @@ from loadgen.report.console import (
 from loadgen.report.display import display_for
 from loadgen.report.shape import format_shape
 from loadgen.request import RunOptions, RunRequest
-from loadgen.results.destination import Destination
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.intervals_csv import write_intervals_csv
 from loadgen.results.verdict import format_checks, judge_report
@@ -58,7 +50,6 @@ from loadgen.studies import matrix, sweep
 from loadgen.thresholds import parse_all
 
 log = logging.getLogger("loadgen")
-T = TypeVar("T")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -236,10 +227,8 @@ def _slo_exit(output: Output) -> None:
     if output.slo_failed:
         click.echo(f"slo: {len(output.slo_failed)} run(s) missed a threshold", err=True)
         sys.exit(1)
-    if any(record["writtenTo"] is None for record in output.displaced):
-        sys.exit(NoPlaceLeft.exit_code)
     if output.displaced:
-        sys.exit(EXIT_FALLBACK)
+        sys.exit(displaced_exit_code(output.displaced))
 
 
 @cli.command(epilog=RUN_EXAMPLES)
@@ -377,7 +366,7 @@ def _run_and_show(request: RunRequest, output: Output) -> RunReport:
         measured = measured_intervals(report.outcome.intervals)
         where = None if report.path is None else str(report.path)
         display.finish(merge_all(measured) if measured else None, where)
-    _displaced(report.result["run"].get("output"), output)
+    displaced(report.result["run"].get("output"), output)
     if report.path is None:
         click.echo(f"result: printed as one line of JSON on {spare} instead", err=True)
     _notes(report.result, output)
@@ -395,7 +384,7 @@ def _run_and_show(request: RunRequest, output: Output) -> RunReport:
 def _write_csv(asked: Path, report: RunReport, subscriptions: int, output: Output) -> None:
     """The --csv file, in its directory or a fallback one; never a reason to stop."""
     try:
-        written = _write_displaced(
+        written = write_displaced(
             asked.parent,
             lambda directory: write_intervals_csv(
                 directory / asked.name, report.outcome.intervals, subscriptions
@@ -406,34 +395,6 @@ def _write_csv(asked: Path, report: RunReport, subscriptions: int, output: Outpu
         click.echo(f"warning: the CSV was not written: {error}", err=True)
         return
     click.echo(f"csv: {written}", err=True)
-
-
-def _displaced(record: dict | None, output: Output) -> None:
-    """Say where files went when not where asked (a full or failing disk), for the exit code."""
-    if record is None:
-        return
-    output.displaced.append(record)
-    if record["writtenTo"] is None:
-        click.echo(
-            f"error: nothing could be written in {record['asked']} ({record['reason']}) nor in "
-            "any fallback directory",
-            err=True,
-        )
-    else:
-        click.echo(
-            f"warning: written to {record['writtenTo']}, not {record['asked']} "
-            f"({record['reason']})",
-            err=True,
-        )
-
-
-def _write_displaced(asked: Path, write: Callable[[Path], T], output: Output) -> T:
-    """``write(directory)`` in ``asked``, or a fallback directory when that disk fails."""
-    destination = Destination(asked)
-    try:
-        return destination.write(write)
-    finally:
-        _displaced(destination.record(), output)
 
 
 def _notes(result: dict, output: Output) -> None:
@@ -477,7 +438,7 @@ def _files_written(result: str | None, output: Output) -> None:
 
     name = Path(result).with_suffix(".html").name
     try:
-        target = _write_displaced(
+        target = write_displaced(
             Path(result).parent,
             lambda directory: html.write_report([Path(result)], directory / name),
             output,
@@ -690,7 +651,7 @@ def _sweep_summary(
         return target
 
     click.echo(sweep_report.table_text(summary))  # first: it is shown whatever the disk does
-    target = _write_displaced(output.out_dir, write, output)
+    target = write_displaced(output.out_dir, write, output)
     click.echo(f"sweep: {target}", err=True)
     if output.report:
         click.echo(f"report: {target.with_suffix('.html')}", err=True)
@@ -778,7 +739,7 @@ def matrix_command(
         raise
     click.echo(matrix_report.table_text(document))
     chosen = groups or matrix_report.default_groups(document)
-    written = _write_displaced(
+    written = write_displaced(
         out_dir,
         lambda directory: matrix_report.write_files(document, directory / target.name, chosen),
         output,

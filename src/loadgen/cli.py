@@ -770,7 +770,9 @@ def validate(files: tuple[Path, ...], lenient: bool) -> None:
     help="How much worse a metric may get before it counts as a regression.",
 )
 def compare(baseline: Path, new: Path, max_regression: str) -> None:
-    """Compare a result with a baseline; exit 1 when a metric regressed."""
+    """Compare a result with a baseline; exit 1 when a metric regressed.
+
+    Either may be a result JSON or the .journal a killed run left."""
     from loadgen.results import compare as comparing
 
     allowed = comparing.parse_fraction(max_regression)
@@ -786,15 +788,16 @@ def compare(baseline: Path, new: Path, max_regression: str) -> None:
         sys.exit(1)
 
 
+def _out_file(help_text: str) -> Decorator:
+    """``-o/--out FILE`` (default: ``None``, the command picks a name)."""
+    return click.option(
+        "-o", "--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help_text
+    )
+
+
 @cli.command()
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="HTML file to write (default: <result>.html beside one result, ./report.html for more).",
-)
+@_out_file("HTML file to write (default: <result>.html beside one result, ./report.html for more).")
 @click.option(
     "--images",
     type=click.Path(file_okay=False, path_type=Path),
@@ -812,7 +815,9 @@ def compare(baseline: Path, new: Path, max_regression: str) -> None:
 def report(
     results: tuple[Path, ...], out: Path | None, images: Path | None, image_format: str
 ) -> None:
-    """Write an offline HTML report of one RESULT, or compare several side by side."""
+    """Write an offline HTML report of one RESULT, or compare several side by side.
+
+    A RESULT is a result JSON or the .journal a killed run left."""
     from loadgen.report import html  # imports matplotlib: slow, so only when asked for
 
     if out is None:
@@ -822,6 +827,21 @@ def report(
     if images is not None:
         for path in html.export_charts(results, images, image_format):
             click.echo(path)
+
+
+@cli.command()
+@click.argument("journal", type=click.Path(dir_okay=False, path_type=Path))
+@_out_file("Result JSON to write (default: <stem>.json beside the journal).")
+def recover(journal: Path, out: Path | None) -> None:
+    """Write the result of a run that died (killed, crashed) from the JOURNAL it left.
+
+    The result says "incomplete": true, "stopReason": "unfinished"; report and compare also
+    read the journal itself."""
+    from loadgen.results.journal import result_from_journal
+
+    target = out or journal.with_suffix(".json")
+    write_json_atomic(target, result_from_journal(journal))
+    click.echo(target)
 
 
 @cli.command(epilog=PROBE_EXAMPLES)

@@ -2,13 +2,12 @@
 
 import json
 
+from tests.unit.test_report import MEMORY, workload
+
 from loadgen.request import RunOptions, RunRequest
 from loadgen.results.journal import journal_path, result_from_journal
 from loadgen.runner import execute, result_path
-from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
 
-MEMORY = DriverSpec(name="Memory", kind="memory")
 OPTIONS = RunOptions(duration_s=2, warmup_s=1, stats_interval_s=0.5)
 
 AT_THE_END = {
@@ -34,23 +33,6 @@ RUN_AT_THE_END = {
     "clockOffsetsMs": "the workers' clocks, as the worker tells the outcome",
 }
 """The same for the ``run`` block."""
-
-
-def workload():
-    return Workload.model_validate(
-        {
-            "name": "journal",
-            "topics": 1,
-            "partitionsPerTopic": 2,
-            "messageSize": 64,
-            "subscriptionsPerTopic": 1,
-            "consumerPerSubscription": 1,
-            "producersPerTopic": 1,
-            "producerRate": 2000,
-            "testDurationMinutes": 1,
-            "warmupDurationMinutes": 0,
-        }
-    )
 
 
 def without(document, fields, run_fields):

@@ -1,11 +1,12 @@
 """The run's journal kept up to date while it goes, so a crash keeps what was measured.
 
-A :class:`~loadgen.listeners.RunListener`: at the run's first phase it writes the journal's
-start record, and after every interval it appends that interval to the journal and the hlogs
-(:mod:`loadgen.results.journal`). Nothing is rebuilt or skipped: each interval costs one append,
-whatever the run's length. A run that ends normally (or is interrupted) writes its result and
-removes the journal; one that dies without a chance to (SIGKILL, the machine going down, a crash
-in a client library) leaves the journal and the hlogs, which ``loadgen report`` reads.
+A :class:`~loadgen.listeners.RunListener`: at the first interval it writes the journal's start
+record and the hlogs' headers, and after every interval it appends that interval to the journal
+and the hlogs (:mod:`loadgen.results.journal`). Nothing is rebuilt or skipped: each interval
+costs one append, whatever the run's length. A run that ends normally (or is interrupted)
+writes its result and removes the journal; one that dies without a chance to (SIGKILL, the
+machine going down, a crash in a client library) leaves the journal and the hlogs, which
+``loadgen report`` reads.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ class Checkpoint:
         self._failed = False
 
     def on_phase(self, phase: str, seconds: float | None) -> None:
-        if self.writer.directory is None:  # the start record, before the first interval
-            self.write()
+        """Nothing to keep before the first interval: a run that never got there (a broker
+        that cannot be reached) leaves no files."""
 
     def on_interval(self, stats: IntervalStats, backlog: int) -> None:
         self.intervals.append(stats)

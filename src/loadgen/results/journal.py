@@ -1,13 +1,17 @@
 """The run's journal: ``<result stem>.journal`` beside the result, only ever appended to.
 
 One JSON object a line: first the run's :class:`~loadgen.results.runstart.RunStart`, then one
-record per completed interval (its counters, and its histograms as base64 of
-:func:`loadgen.hdr.pack`: a third the size of the V2 encoding and read back without building a
-dense histogram). Each line goes in with one ``write`` on an ``O_APPEND`` descriptor, then
-``fdatasync``: a crash (SIGKILL, a power cut) loses at most the interval being written, and a
+record per completed interval: its counters, and its histograms as base64 of
+:func:`loadgen.hdr.pack` (within ~10 % of the size of the V2 encoding the hlogs hold, ~35×
+cheaper to write, and read back without building a dense histogram). ``writeMs`` and
+``writeCpuMs`` in a record are how long the previous write took, in wall time and in CPU time
+of the writing thread (``bench/soak.py`` reads them). Each line goes in with one
+``write`` on an ``O_APPEND`` descriptor, then ``fdatasync`` (~1 ms, a tenth of a percent of a
+1-s interval): a crash (SIGKILL, a power cut) loses at most the interval being written, and a
 line torn by one is ignored by the reader with a warning. Appending costs the same at the
 3000th interval as at the 3rd, where rewriting the result did not. The hlogs beside it
-(:mod:`loadgen.results.hlog`) grow the same way, a line per measured interval.
+(:mod:`loadgen.results.hlog`) grow the same way, a line per measured interval, not synced:
+the journal is what a crash is recovered from.
 
 A finished run writes its result and removes the journal; one that died leaves it, and
 :func:`result_from_journal` rebuilds the result (``incomplete``, ``stopReason: unfinished``)
@@ -95,19 +99,23 @@ class JournalWriter:
         self.written = 0
         """How many of the run's intervals the journal holds (the run's list is the truth)."""
         self.hlogs: set[str] = set()
-        self.last_write_ms: float | None = None
+        self.last_write: dict[str, float] = {}
+        """The previous write's wall and CPU time, in the next interval's record."""
 
     def write(self, directory: Path, intervals: Sequence[IntervalStats]) -> None:
         """Bring the journal and hlogs in ``directory`` up to the run's ``intervals``: append
         the ones not written yet; if ``directory`` is not where the last write went (or the
         journal is new), first write the whole of both there."""
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.thread_time()
         if directory != self.directory:
             self._write_whole(directory, intervals[: self.written])
         for stats in intervals[self.written :]:
             self._append(stats, intervals)
-        self.last_write_ms = (time.perf_counter() - began) * 1000
-        log.debug("journal write: %.2f ms", self.last_write_ms)
+        self.last_write = {
+            "writeMs": round((time.perf_counter() - began) * 1000, 3),
+            "writeCpuMs": round((time.thread_time() - began_cpu) * 1000, 3),
+        }
+        log.debug("journal write: %(writeMs).2f ms, %(writeCpuMs).2f ms of CPU", self.last_write)
 
     def replace_last(self, stats: IntervalStats) -> None:
         """Record that the run's last interval became ``stats`` (the drain's messages merged
@@ -139,7 +147,7 @@ class JournalWriter:
                 self.hlogs.add(metric)
 
     def _append(self, stats: IntervalStats, intervals: Sequence[IntervalStats]) -> None:
-        record = interval_record(stats, writeMs=self.last_write_ms)
+        record = interval_record(stats, **self.last_write)
         append_line(journal_path(self._result_path()), _line(record), sync=True)
         self.written += 1
         new = set(recorded_metrics((stats,))) - self.hlogs  # this interval's: flat in the run
@@ -159,34 +167,45 @@ def read_journal(path: Path) -> tuple[RunStart, list[IntervalStats]]:
         data = path.read_bytes()
     except OSError as error:
         raise ConfigError(f"cannot read a journal: {error}", file=str(path)) from None
-    lines = data.split(b"\n")
-    if lines[-1]:  # no line end: the process died while writing it
+    *lines, torn = data.split(b"\n")
+    _check_start(path, _first_record(lines))
+    if torn:  # no line end: the process died while writing it
         log.warning("%s: its last line is torn (the run died writing it): left out", path)
-    records = []
-    for number, line in enumerate(lines[:-1], 1):
+    intervals: list[IntervalStats] = []
+    for number, line in enumerate(lines[1:], 2):
         try:
-            records.append(json.loads(line))
-        except ValueError as error:
-            raise ConfigError(f"line {number} is not JSON: {error}", file=str(path)) from None
-    if not records or records[0].get("journal") != "loadgen":
+            record = json.loads(line)
+            stats = stats_from_json(record, _unpacked)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise ConfigError(
+                f"line {number} is not an interval record: {error!r}", file=str(path)
+            ) from None
+        if record.get("replacesLast") and intervals:
+            intervals.pop()
+        intervals.append(stats)
+    return RunStart.from_json(json.loads(lines[0])), intervals
+
+
+def _first_record(lines: list[bytes]) -> Any:
+    try:
+        return json.loads(lines[0]) if lines else None
+    except ValueError:
+        return None
+
+
+def _check_start(path: Path, record: dict[str, Any]) -> None:
+    if not isinstance(record, dict) or record.get("journal") != "loadgen":
         raise ConfigError(
             "not a loadgen journal (no start record)", file=str(path), allowed="a .journal"
         )
-    if records[0].get("format") != FORMAT:
+    if record.get("format") != FORMAT:
         raise ConfigError(
             "a journal format this loadgen cannot read",
             file=str(path),
             path="format",
-            value=records[0].get("format"),
+            value=record.get("format"),
             allowed=[str(FORMAT)],
         )
-    intervals: list[IntervalStats] = []
-    for record in records[1:]:
-        stats = stats_from_json(record, _unpacked)
-        if record.get("replacesLast") and intervals:
-            intervals.pop()
-        intervals.append(stats)
-    return RunStart.from_json(records[0]), intervals
 
 
 def result_from_journal(path: Path) -> dict[str, Any]:

@@ -177,7 +177,7 @@ def test_the_drained_last_interval_replaces_the_journals_last(tmp_path):
 
 
 def test_a_run_that_never_completes_an_interval_leaves_no_files(tmp_path):
-    checkpoint = Checkpoint(JournalWriter(NAME, START), tmp_path)
+    checkpoint = Checkpoint(JournalWriter(NAME, START), Destination(tmp_path, []))
     Listeners((checkpoint,)).phase("setup")  # then the broker cannot be reached
     checkpoint.finish([])
     assert list(tmp_path.iterdir()) == []

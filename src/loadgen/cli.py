@@ -840,6 +840,7 @@ def recover(journal: Path, out: Path | None) -> None:
     from loadgen.results.journal import result_from_journal
 
     target = out or journal.with_suffix(".json")
+    check_outputs({"-o/--out": target.parent})
     write_json_atomic(target, result_from_journal(journal))
     click.echo(target)
 

@@ -68,15 +68,18 @@ def test_later_writes_go_to_the_new_place_without_trying_the_old_one(tmp_path):
     assert destination.visited == [asked]
 
 
-def test_a_place_that_fails_its_check_is_passed_over(tmp_path):
+def test_a_place_that_fails_its_check_is_passed_over(tmp_path, caplog):
     asked, spare = tmp_path / "asked", tmp_path / "spare"
     asked.mkdir()
     blocked = tmp_path / "file"
     blocked.write_text("")
     destination = Destination(asked, [blocked / "cache", spare])
     write, calls = full_in(asked)
-    assert destination.write(write) == spare / "r.json"
+    with caplog.at_level(logging.WARNING, logger="loadgen.results"):
+        assert destination.write(write) == spare / "r.json"
     assert calls == [asked, spare]  # the check refused the cache: fn was not called there
+    [line] = caplog.messages
+    assert f"nor in {blocked / 'cache'} (parent {blocked} is a file)" in line
 
 
 def test_no_place_left_raises_and_records_where_nothing_went(tmp_path):

@@ -109,18 +109,17 @@ class Destination:
         raise NoPlaceLeft(self.asked, self.moves[-1].reason if self.moves else "")
 
     def _move(self, reason: str) -> None:
+        """On to the next place that passes the check; one warning says what happened."""
         left = self._places[self._at]
         self._at += 1
+        passed = []
         while (to := self.directory) is not None and (why := problem(to)) is not None:
-            log.warning("cannot write the run's files in %s either (%s)", to, why)
+            passed.append(f"{to} ({why})")
             self._at += 1
         self.moves.append(Move(left, to, reason))
-        if to is None:
-            log.warning("cannot write the run's files in %s (%s); no place is left", left, reason)
-        else:
-            log.warning(
-                "cannot write the run's files in %s (%s); writing them in %s", left, reason, to
-            )
+        nor = f"; nor in {', '.join(passed)}" if passed else ""
+        then = "no place is left" if to is None else f"writing them in {to}"
+        log.warning("cannot write the run's files in %s (%s)%s: %s", left, reason, nor, then)
 
     def record(self) -> dict[str, Any] | None:
         """The result's ``run.output`` when the files did not stay where asked, else ``None``."""

@@ -17,11 +17,12 @@ from loadgen import adhoc, stop
 from loadgen import cli_options as opts
 from loadgen.cli_env import read_from_environment
 from loadgen.cli_options import Decorator, Output
+from loadgen.cli_output import displaced, displaced_exit_code, write_displaced
 from loadgen.cluster.placement import Placement
 from loadgen.cluster.server import DEFAULT_MAX_BODY_BYTES, serve
 from loadgen.cluster.spawn import ANNOUNCEMENT, TOKEN_ENV
 from loadgen.cpus import pin, usable_cpus
-from loadgen.errors import ConfigError, LoadgenError, RunAborted, exit_code_for
+from loadgen.errors import ConfigError, LoadgenError, NoPlaceLeft, RunAborted, exit_code_for
 from loadgen.hooks import RunHooks, describe_hook, make_hooks
 from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import serving
@@ -40,6 +41,7 @@ from loadgen.request import RunOptions, RunRequest
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.intervals_csv import write_intervals_csv
 from loadgen.results.verdict import format_checks, judge_report
+from loadgen.results.writable import check_outputs
 from loadgen.runner import run_one
 from loadgen.spec import KeyDistributor, load_driver_spec, load_workload, validate_file
 from loadgen.spec.driver_spec import DriverSpec
@@ -177,7 +179,7 @@ RUN_OPTIONS = (
         "--pipeline",
         "pipeline_dir",
         metavar="DIR",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),
         default=None,
         help="Also land every interval in DIR for `loadgen pipeline ingest` (Spark).",
     ),
@@ -208,10 +210,13 @@ STUDY_PLACEMENT = (opts.WORKERS, opts.WORKERS_WAIT, opts.PROCESSES, opts.TOKEN)
 
 
 def _slo_exit(output: Output) -> None:
-    """Exit 1 naming the runs that missed a --slo threshold (after every run was made)."""
+    """Exit 1 naming the runs that missed a --slo threshold (after every run was made); else
+    5 or 6 when files could not be written where asked (see loadgen.errors)."""
     if output.slo_failed:
         click.echo(f"slo: {len(output.slo_failed)} run(s) missed a threshold", err=True)
         sys.exit(1)
+    if output.displaced:
+        sys.exit(displaced_exit_code(output.displaced))
 
 
 @cli.command(epilog=RUN_EXAMPLES)
@@ -277,6 +282,14 @@ def run(
         specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
     else:
         loaded, specs = [(Path(str(from_url[0].name)), from_url[0])], [from_url[1]]
+    pipeline_dir = options.pipeline_dir
+    check_outputs(
+        {
+            "-o/--out": output.out_dir,
+            "--pipeline": None if pipeline_dir is None else Path(pipeline_dir),
+            "--csv": None if output.csv is None else output.csv.parent,
+        }
+    )
     with stop.handling(), contextlib.ExitStack() as stack:
         if board is not None and metrics is not None:  # before a broker starts: fail fast
             served = stack.enter_context(serving(board, *metrics, placement.token))
@@ -326,16 +339,24 @@ def _run_and_show(request: RunRequest, output: Output) -> RunReport:
     spec, workload = request.driver, request.workload
     title = f"{request.name} on {spec.name} ({spec.kind})"
     click.echo(f"== {title}", err=True)
+    spare = "stderr" if output.display == "json-lines" else "stdout"  # the last resort
+    stream = sys.stderr if spare == "stderr" else sys.stdout
     with display_for(output.display, title) as display:
         shown = replace(request, listeners=(*request.listeners, display))
         try:
-            report = run_one(shown)
+            report = run_one(shown, stream)
         except RunAborted as aborted:
             display.finish(None, aborted.result_path)
+            if aborted.result_path is None:
+                click.echo(f"result: printed as one line of JSON on {spare}", err=True)
             _files_written(aborted.result_path, output)
             raise
         measured = measured_intervals(report.outcome.intervals)
-        display.finish(merge_all(measured) if measured else None, str(report.path))
+        where = None if report.path is None else str(report.path)
+        display.finish(merge_all(measured) if measured else None, where)
+    displaced(report.result["run"].get("output"), output)
+    if report.path is None:
+        click.echo(f"result: printed as one line of JSON on {spare} instead", err=True)
     _notes(report.result, output)
     if output.slo:
         checks = judge_report(report, workload, output.slo)
@@ -343,12 +364,25 @@ def _run_and_show(request: RunRequest, output: Output) -> RunReport:
         if not all(check.passed for check in checks):
             output.slo_failed.append(str(report.path))
     if output.csv is not None:
-        written = write_intervals_csv(
-            output.csv, report.outcome.intervals, workload.subscriptions_per_topic
-        )
-        click.echo(f"csv: {written}", err=True)
-    _files_written(str(report.path), output)
+        _write_csv(output.csv, report, workload.subscriptions_per_topic, output)
+    _files_written(where, output)
     return report
+
+
+def _write_csv(asked: Path, report: RunReport, subscriptions: int, output: Output) -> None:
+    """The --csv file, in its directory or a fallback one; never a reason to stop."""
+    try:
+        written = write_displaced(
+            asked.parent,
+            lambda directory: write_intervals_csv(
+                directory / asked.name, report.outcome.intervals, subscriptions
+            ),
+            output,
+        )
+    except NoPlaceLeft as error:
+        click.echo(f"warning: the CSV was not written: {error}", err=True)
+        return
+    click.echo(f"csv: {written}", err=True)
 
 
 def _notes(result: dict, output: Output) -> None:
@@ -396,9 +430,13 @@ def _files_written(result: str | None, output: Output) -> None:
         return
     from loadgen.report import html  # matplotlib: imported only when a report is written
 
-    target = Path(result).with_suffix(".html")
+    name = Path(result).with_suffix(".html").name
     try:
-        html.write_report([Path(result)], target)
+        target = write_displaced(
+            Path(result).parent,
+            lambda directory: html.write_report([Path(result)], directory / name),
+            output,
+        )
     except Exception as error:  # the result is safe on disk; a report bug must not hide it
         click.echo(f"warning: the report was not written: {error!r}", err=True)
         return
@@ -537,6 +575,7 @@ def sweep_command(
             value=0,
             allowed="at least 1, or --slo-metric publish",
         )
+    check_outputs({"-o/--out": output.out_dir})
     with stop.handling(), contextlib.ExitStack() as stack:
         spec = (
             load_driver_spec(driver, lenient=lenient)
@@ -609,27 +648,38 @@ def _sweep_summary(
     from loadgen.report import sweep as sweep_report  # matplotlib: only when a sweep ran
 
     summary = sweep.sweep_document(base.name, base.driver.name, points, found)
-    target = _sweep_target(base, output)
-    write_json_atomic(target, summary)
-    click.echo(sweep_report.table_text(summary))
+    name = _sweep_name(base)
+
+    def write(directory: Path) -> Path:
+        target = directory / name
+        write_json_atomic(target, summary)
+        if output.report:
+            sweep_report.write_html(summary, target.with_suffix(".html"))
+        return target
+
+    click.echo(sweep_report.table_text(summary))  # first: it is shown whatever the disk does
+    target = write_displaced(output.out_dir, write, output)
     click.echo(f"sweep: {target}", err=True)
     if output.report:
-        click.echo(
-            f"report: {sweep_report.write_html(summary, target.with_suffix('.html'))}", err=True
-        )
+        click.echo(f"report: {target.with_suffix('.html')}", err=True)
 
 
-def _sweep_target(base: RunRequest, output: Output) -> Path:
-    stem = result_stem(f"{base.name}-sweep", base.driver.name, datetime.now(UTC))
-    return output.out_dir / f"{stem}.json"
+def _sweep_name(base: RunRequest) -> str:
+    """The sweep document's file name: OMB's result pattern with ``-sweep`` after the workload."""
+    return f"{result_stem(f'{base.name}-sweep', base.driver.name, datetime.now(UTC))}.json"
 
 
 def _stopped_sweep(base: RunRequest, points: list[sweep.SweepPoint], output: Output) -> None:
     """A sweep cut short: its document lists the runs so far (no table or chart, which would
     spend the stop budget), marked incomplete."""
     summary = sweep.sweep_document(base.name, base.driver.name, points) | {"incomplete": True}
-    target = _sweep_target(base, output)
-    write_json_atomic(target, summary)
+    name = _sweep_name(base)
+
+    def write(directory: Path) -> Path:
+        write_json_atomic(directory / name, summary)
+        return directory / name
+
+    target = write_displaced(output.out_dir, write, output)
     click.echo(f"sweep stopped after {len(points)} run(s): {target}", err=True)
 
 
@@ -681,6 +731,7 @@ def matrix_command(
             click.echo(f"{point.key}  {values}")
         click.echo(f"{len(plan.points)} runs", err=True)
         return
+    check_outputs({"-o/--out": output.out_dir})
     around = make_hooks(
         plan.before_run + hooks.before_run, plan.after_run + hooks.after_run, hooks.timeout_s
     )
@@ -714,7 +765,11 @@ def matrix_command(
         raise
     click.echo(matrix_report.table_text(document))
     chosen = groups or matrix_report.default_groups(document)
-    written = matrix_report.write_files(document, target, chosen)
+    written = write_displaced(
+        out_dir,
+        lambda directory: matrix_report.write_files(document, directory / target.name, chosen),
+        output,
+    )
     click.echo(f"matrix: {target} ({', '.join(path.name for path in written)})", err=True)
     if any(entry["status"] != "complete" for entry in document["points"]):
         sys.exit(1)
@@ -793,6 +848,7 @@ def report(
 
     if out is None:
         out = results[0].with_suffix(".html") if len(results) == 1 else Path("report.html")
+    check_outputs({"-o/--out": out.parent, "--images": images})
     click.echo(html.write_report(results, out))
     if images is not None:
         for path in html.export_charts(results, images, image_format):
@@ -810,6 +866,7 @@ def recover(journal: Path, out: Path | None) -> None:
     from loadgen.results.journal import result_from_journal
 
     target = out or journal.with_suffix(".json")
+    check_outputs({"-o/--out": target.parent})
     write_json_atomic(target, result_from_journal(journal))
     click.echo(target)
 

@@ -314,6 +314,8 @@ class Output:
     csv: Path | None = None
     slo_failed: list[str] = field(default_factory=list)
     """Result files whose run missed a ``slo`` threshold, filled as runs finish."""
+    displaced: list[dict[str, Any]] = field(default_factory=list)
+    """Files written elsewhere than asked, as ``run.output`` records them (a full disk)."""
 
 
 def output(

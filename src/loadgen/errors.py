@@ -12,8 +12,14 @@ The tree (the CLI maps it to exit codes in one place, :func:`exit_code_for`)::
     │   ├── WorkerUnreachable(url)                exit 3  nothing answered at the worker's URL
     │   ├── WorkerRefused(url)                    exit 2  the worker refused the token (HTTP 401)
     │   └── WorkerLost(url)                       exit 1  it answered before, then stopped mid-run
-    └── RunAborted(reason)                        exit 130 (interrupted) or 1; the partial result
-                                                           has been written before this is raised
+    ├── RunAborted(reason)                        exit 130 (interrupted) or 1; the partial result
+    │                                                      has been written before this is raised
+    └── NoPlaceLeft(asked, reason)                exit 6  no directory (asked for or fallback)
+                                                          took the result: it was printed instead
+
+Exit 5 (:data:`EXIT_FALLBACK`) is no error: the run went well, but its files are in a fallback
+directory (:mod:`loadgen.results.destination`), not where ``-o`` asked. Both 5 and 6 are used only
+when the run would otherwise exit 0: a run that failed or was interrupted keeps its 1 or 130.
 
 A run cut short by an error keeps what it measured; the error's ``stop_reason`` (``error``
 unless a subclass says otherwise) becomes the result's ``stopReason``.
@@ -162,6 +168,21 @@ class RunAborted(LoadgenError):
         self.exit_code = 130 if reason == "interrupted" else 1
         where = f"; partial result written to {result_path}" if result_path else ""
         super().__init__(f"run {reason}: {detail}{where}")
+
+
+class NoPlaceLeft(LoadgenError):
+    """The run's files could be written in no place: neither ``asked`` nor any fallback."""
+
+    exit_code = 6
+
+    def __init__(self, asked: object, reason: str) -> None:
+        self.asked = asked
+        self.reason = reason
+        super().__init__(f"no directory takes the run's files (asked for {asked}: {reason})")
+
+
+EXIT_FALLBACK = 5
+"""The run's files were written, to a fallback directory instead of the one asked for."""
 
 
 def exit_code_for(error: BaseException) -> int:

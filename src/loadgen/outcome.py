@@ -108,6 +108,7 @@ class RunOutcome:
 class RunReport:
     """Where the result went, what it says, and the raw outcome behind it."""
 
-    path: Path
+    path: Path | None
+    """``None`` when no directory took the result (it was printed instead)."""
     result: dict[str, Any]
     outcome: RunOutcome

@@ -7,17 +7,20 @@ the same files. Everything about the run comes in one :class:`~loadgen.request.R
 from __future__ import annotations
 
 import contextlib
+import glob
+import json
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from loadgen import stop
 from loadgen.cluster.placement import open_worker
-from loadgen.errors import RunAborted
+from loadgen.errors import NoPlaceLeft, RunAborted
 from loadgen.hooks import hook_env, run_after, run_before
 from loadgen.listeners import Listeners, RunListener
 from loadgen.metrics.board import MetricsBoard
@@ -27,6 +30,7 @@ from loadgen.pipeline.landing import LandingFeed, RunIdentity, open_landing
 from loadgen.redaction import redact
 from loadgen.request import RunRequest
 from loadgen.results.checkpoint import FINISH_WAIT_S, Checkpoint
+from loadgen.results.destination import Destination
 from loadgen.results.files import result_stem, write_json_atomic
 from loadgen.results.hlog import write_hlogs
 from loadgen.results.journal import JournalWriter, journal_path
@@ -84,12 +88,12 @@ class _Run:
             request.placement.describe(),
         )
 
-    def checkpoint(self) -> Checkpoint | None:
-        """With an output directory, the run's journal and hlogs there, appended as it goes."""
-        if self.request.out_dir is None:
+    def checkpoint(self, destination: Destination | None) -> Checkpoint | None:
+        """With a destination, the run's journal and hlogs there, appended as it goes."""
+        if destination is None:
             return None
-        path = result_path(self.request.out_dir, self.request, self.started_ms)
-        return Checkpoint(JournalWriter(path.name, self.facts()), self.request.out_dir)
+        name = result_name(self.request, self.started_ms)
+        return Checkpoint(JournalWriter(name, self.facts()), destination)
 
     def landing(self) -> LandingFeed | None:
         """With ``--pipeline``, every interval landed for the Spark job."""
@@ -116,7 +120,9 @@ def _on_board(board: MetricsBoard | None, **labels: str) -> Iterator[None]:
         board.end_run()
 
 
-def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
+def execute(
+    request: RunRequest, destination: Destination | None = None
+) -> tuple[str, dict[str, Any], RunOutcome]:
     """Run ``request``: its name, the result document, the raw outcome.
 
     Never raises for a run cut short: the outcome says ``incomplete`` and the document has
@@ -125,8 +131,11 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
     ``before_run`` command raises :class:`~loadgen.hooks.HookFailed` and nothing is run.
     With an ``out_dir``, the run's journal and hlogs are appended there after every interval,
     under the name the final result will have (:mod:`loadgen.results.checkpoint`); the journal
-    is left for :func:`run_one` to remove once the result is written.
+    is left for :func:`run_one` to remove once the result is written. They go to
+    ``destination`` (by default the ``out_dir`` and its fallbacks) when given.
     """
+    if destination is None and request.out_dir is not None:
+        destination = Destination(request.out_dir)
     run = _Run.start(request)
     stop.WATCH.on_phase("start", None)  # until setup: building payloads, hooks, workers
     request = run.request
@@ -134,7 +143,7 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
     payloads = build_payloads(workload, request.workload_path)
     env = hook_env(run.run_id, request.name, spec.name)
     done_hooks = run_before(request.hooks, env)
-    checkpoint, landing = run.checkpoint(), run.landing()
+    checkpoint, landing = run.checkpoint(destination), run.landing()
     kept = None if checkpoint is None else stop.UnlessStopped(checkpoint)
     # the board first: a scrape shows an interval before the caller's own listener gets it
     ours: list[RunListener | None] = [stop.WATCH, request.metrics, landing, kept]
@@ -168,27 +177,65 @@ def execute(request: RunRequest) -> tuple[str, dict[str, Any], RunOutcome]:
     return request.name, result, outcome
 
 
-def result_path(out_dir: Path, request: RunRequest, started_ms: int) -> Path:
-    """Where a run's result goes: OMB's ``<workload>-<driver>-<UTC time>.json`` in ``out_dir``."""
+def result_name(request: RunRequest, started_ms: int) -> str:
+    """A run's result file name: OMB's ``<workload>-<driver>-<UTC time>.json``."""
     started = datetime.fromtimestamp(started_ms / 1000, UTC)
-    return out_dir / f"{result_stem(request.name, request.driver.name, started)}.json"
+    return f"{result_stem(request.name, request.driver.name, started)}.json"
 
 
-def run_one(request: RunRequest) -> RunReport:
+def result_path(out_dir: Path, request: RunRequest, started_ms: int) -> Path:
+    """Where a run's result goes when ``out_dir`` takes it."""
+    return out_dir / result_name(request, started_ms)
+
+
+def run_one(request: RunRequest, last_resort: TextIO | None = None) -> RunReport:
     """Run ``request`` and write the result into its ``out_dir``; raise RunAborted if cut short.
 
     The result file is written before RunAborted is raised, so nothing measured is lost; while
     the run goes, its journal holds every completed interval, and goes once the result is there.
+    Where the ``out_dir`` fails, the files go to a fallback directory
+    (:mod:`loadgen.results.destination`; the result's ``run.output`` says where and why); where
+    every place fails, the result is printed as one line of JSON on ``last_resort`` (stdout by
+    default) and the report's ``path`` is ``None``.
     """
     if request.out_dir is None:
         raise ValueError("run_one writes a result file: the request needs an out_dir")
-    _, result, outcome = execute(request)
-    path = result_path(request.out_dir, request, outcome.started_ms)
+    destination = Destination(request.out_dir)
+    _, result, outcome = execute(request, destination)
     if stop.WATCH.stop is not None:  # how long the signal took to end the run, in here
         result["run"]["stop"] = stop.WATCH.stop.to_json()
-    write_json_atomic(path, result)
-    write_hlogs(path, outcome.intervals, outcome.started_ms)  # the drain changed the last line
-    journal_path(path).unlink(missing_ok=True)
+    path = _keep(destination, result_name(request, outcome.started_ms), result, outcome)
+    if path is None:
+        print(json.dumps(result, allow_nan=False), file=last_resort or sys.stdout, flush=True)
     if outcome.incomplete:
-        raise RunAborted(outcome.stop_reason or "error", outcome.stop_detail, str(path))
+        where = None if path is None else str(path)
+        raise RunAborted(outcome.stop_reason or "error", outcome.stop_detail, where)
     return RunReport(path, result, outcome)
+
+
+def _keep(
+    destination: Destination, name: str, result: dict[str, Any], outcome: RunOutcome
+) -> Path | None:
+    """Write the result and its hlogs where ``destination`` takes them (``None``: nowhere), and
+    remove the run's journal, and what the places it left hold of it."""
+
+    def write(directory: Path) -> Path:
+        path = directory / name
+        output = destination.record()
+        if output is not None:
+            result["run"]["output"] = output
+        write_hlogs(path, outcome.intervals, outcome.started_ms)  # the drain changed the last line
+        write_json_atomic(path, result)  # last: a result file stands beside its hlogs
+        return path
+
+    try:
+        path = destination.write(write)
+    except NoPlaceLeft:
+        result["run"]["output"] = destination.record()
+        return None
+    for place in destination.visited:  # a part of the run's files, superseded
+        for left in place.glob(f"{glob.escape(Path(name).stem)}.*"):
+            with contextlib.suppress(OSError):  # the disk that failed may refuse this too
+                left.unlink()
+    journal_path(path).unlink(missing_ok=True)
+    return path

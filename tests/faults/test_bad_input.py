@@ -162,6 +162,11 @@ CASES = {
         *run_case(GOOD, "--processes", "2", "--workers", "http://127.0.0.1:1"),
         ["--processes", "--workers"],
     ),
+    "out-is-a-regular-file": (
+        {"w.yaml": GOOD, "d.yaml": MEMORY_DRIVER, "out": "a file\n"},
+        ["run", "-d", "{dir}/d.yaml", "{dir}/w.yaml", "-o", "{dir}/out"],
+        ["-o", "out", "is a regular file"],
+    ),
     "two-display-modes": (*run_case(GOOD, "--plain", "--json-lines"), ["--plain", "--json-lines"]),
     "unknown-flag": (*run_case(GOOD, "--rat", "5"), ["--rat"]),
     "sweep-bad-rates": (

@@ -17,6 +17,7 @@ from loadgen.errors import ConfigError
 from loadgen.listeners import Listeners
 from loadgen.results import journal
 from loadgen.results.checkpoint import Checkpoint
+from loadgen.results.destination import Destination
 from loadgen.results.hlog import hlog_path, hlog_text
 from loadgen.results.journal import (
     JournalWriter,
@@ -171,7 +172,7 @@ def test_a_new_directory_gets_the_whole_journal_and_hlogs_then_the_appends(tmp_p
 
 def test_the_drained_last_interval_replaces_the_journals_last(tmp_path):
     intervals = kept_intervals(4)
-    checkpoint = Checkpoint(JournalWriter(NAME, START), tmp_path)
+    checkpoint = Checkpoint(JournalWriter(NAME, START), Destination(tmp_path, []))
     listeners = Listeners((checkpoint,))
     listeners.phase("setup")
     for stats in intervals:
@@ -184,7 +185,7 @@ def test_the_drained_last_interval_replaces_the_journals_last(tmp_path):
 
 
 def test_a_run_that_never_completes_an_interval_leaves_no_files(tmp_path):
-    checkpoint = Checkpoint(JournalWriter(NAME, START), tmp_path)
+    checkpoint = Checkpoint(JournalWriter(NAME, START), Destination(tmp_path, []))
     Listeners((checkpoint,)).phase("setup")  # then the broker cannot be reached
     checkpoint.finish([])
     assert list(tmp_path.iterdir()) == []
@@ -193,7 +194,7 @@ def test_a_run_that_never_completes_an_interval_leaves_no_files(tmp_path):
 def test_a_failing_write_is_reported_once_and_the_run_goes_on(tmp_path, caplog):
     blocked = tmp_path / "file"
     blocked.write_text("")
-    checkpoint = Checkpoint(JournalWriter(NAME, START), blocked / "out")
+    checkpoint = Checkpoint(JournalWriter(NAME, START), Destination(blocked / "out", []))
     listeners = Listeners((checkpoint,))
     listeners.phase("setup")
     first, *others = kept_intervals(3)

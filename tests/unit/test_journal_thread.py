@@ -17,6 +17,7 @@ from loadgen import runner
 from loadgen.listeners import Listeners, OnInterval
 from loadgen.request import RunOptions, RunRequest
 from loadgen.results.checkpoint import FINISH_WAIT_S, THREAD_NAME, Checkpoint
+from loadgen.results.destination import Destination
 from loadgen.results.journal import JournalWriter, journal_path, read_journal
 from loadgen.spill import Spill
 
@@ -114,7 +115,7 @@ def test_the_writer_thread_ends_with_a_run_that_raises(tmp_path):
 def test_the_drained_interval_is_recorded_after_every_pending_one(tmp_path):
     """``finish`` comes while writes are pending: ``replacesLast`` still comes last."""
     intervals = kept_intervals(4)
-    checkpoint = Checkpoint(SlowWriter(NAME, START), tmp_path)
+    checkpoint = Checkpoint(SlowWriter(NAME, START), Destination(tmp_path, []))
     listeners = Listeners((checkpoint,))
     for stats in intervals:
         listeners.interval(stats, 0)
@@ -133,7 +134,7 @@ def test_the_drained_interval_is_recorded_after_every_pending_one(tmp_path):
 def test_a_slow_disk_takes_every_pending_interval_in_one_write(tmp_path, caplog):
     """Coalescing: the intervals that came during a slow write go in with the next one."""
     caplog.set_level(logging.DEBUG, logger="loadgen.results")
-    checkpoint = Checkpoint(SlowWriter(NAME, START), tmp_path)
+    checkpoint = Checkpoint(SlowWriter(NAME, START), Destination(tmp_path, []))
     for stats in kept_intervals(6):
         checkpoint.on_interval(stats, 0)  # all during the first write
     checkpoint.finish([], wait_s=5.0)

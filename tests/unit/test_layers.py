@@ -29,6 +29,7 @@ PLACED = {
     "loadgen.cli": "interface",
     "loadgen.cli_env": "interface",
     "loadgen.cli_options": "interface",
+    "loadgen.cli_output": "interface",
     "loadgen.testing.benchmark": "interface",
     "loadgen.testing.pytest_plugin": "interface",
 }

@@ -220,7 +220,7 @@ def test_an_unusable_landing_directory_is_a_config_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     identity = writer(tmp_path).identity
-    with pytest.raises(ConfigError, match="landing directory") as raised:
+    with pytest.raises(ConfigError, match=f"parent {blocker} is a file") as raised:
         open_landing(blocker / "sub", identity)
     assert raised.value.path == "pipeline" and raised.value.allowed == "a writable directory"
 

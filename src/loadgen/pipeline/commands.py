@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from loadgen.pipeline.spark import DEFAULT_MASTER, parse_conf
+from loadgen.results.writable import check_outputs
 from loadgen.spec import parse_duration
 from loadgen.stats import END_TO_END, METRICS
 
@@ -70,6 +71,7 @@ def ingest(
     """
     from loadgen.pipeline.ingest import IngestSettings, run_ingest
 
+    check_outputs({"--out": out})  # before Spark starts: that alone takes seconds
     settings = IngestSettings(
         landing=landing,
         out=out,

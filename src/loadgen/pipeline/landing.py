@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from loadgen import hdr
-from loadgen.errors import ConfigError
 from loadgen.results.files import file_safe, write_text_atomic
+from loadgen.results.writable import check_outputs
 from loadgen.stats import METRICS, IntervalStats
 
 log = logging.getLogger("loadgen.pipeline")
@@ -203,20 +202,5 @@ class LandingFeed:
 
 def open_landing(directory: Path, identity: RunIdentity) -> LandingFeed:
     """A feed into ``directory``, created if absent; an unusable one is a ConfigError (exit 2)."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ConfigError(
-            f"cannot create the landing directory: {error.strerror}",
-            path="pipeline",
-            value=str(directory),
-            allowed="a writable directory",
-        ) from None
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise ConfigError(
-            "the landing directory is not writable",
-            path="pipeline",
-            value=str(directory),
-            allowed="a writable directory",
-        )
+    check_outputs({"pipeline": directory})
     return LandingFeed(LandingWriter(directory, identity))

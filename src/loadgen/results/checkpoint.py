@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from pathlib import Path
 
+from loadgen.results.destination import Destination
 from loadgen.results.journal import JournalWriter
 from loadgen.stats import IntervalStats
 
@@ -35,11 +35,11 @@ THREAD_NAME = "loadgen-journal"
 
 
 class Checkpoint:
-    def __init__(self, writer: JournalWriter, directory: Path) -> None:
-        """``directory``: where the writes go; the run's output directory (the full-disk
-        fallback may move it, and the writer then writes everything there first)."""
+    def __init__(self, writer: JournalWriter, destination: Destination) -> None:
+        """``destination``: where the writes go, the run's output directory until a write
+        fails there; the writer then writes everything at the next place first."""
         self.writer = writer
-        self.directory = directory
+        self.destination = destination
         self.intervals: list[IntervalStats] = []
         """The run's intervals as it keeps them (spilled): the same objects, not copies, so
         the journal can be written whole in a new directory. Only the measurement thread
@@ -76,14 +76,15 @@ class Checkpoint:
             try:
                 self.writer.replace_last(self._last)
             except OSError as error:
-                log.warning("writing the journal in %s failed: %s", self.directory, error)
+                log.warning("writing the journal in %s failed: %s", self.writer.directory, error)
 
     def write(self) -> None:
         try:
-            self.writer.write(self.directory, self.intervals[:])
+            intervals = self.intervals[:]
+            self.destination.write(lambda directory: self.writer.write(directory, intervals))
         except Exception as error:  # a checkpoint that fails must not end the run
             if not self._failed:
-                log.warning("writing the journal in %s failed: %s", self.directory, error)
+                log.warning("writing the journal failed: %s", error)
             self._failed = True
             self.writer.directory = None  # written whole again at the next write that can
 
@@ -109,7 +110,7 @@ class Checkpoint:
             log.warning(
                 "the journal in %s may be behind the run (%d of %d intervals written): its "
                 "disk has not finished a write in %.1f s; the result is written without it",
-                self.directory,
+                self.writer.directory,
                 self.writer.written,
                 len(self.intervals),
                 wait_s,

@@ -7,11 +7,15 @@ it too. Only a complete run is judged: a run cut short already exits non-zero.
 
 from __future__ import annotations
 
+import logging
+
 from loadgen.outcome import RunReport
 from loadgen.result import build_result
 from loadgen.results.files import write_json_atomic
 from loadgen.spec import Workload
 from loadgen.thresholds import Check, Threshold, figures_of, judge, verdict_json
+
+log = logging.getLogger("loadgen.results")
 
 
 def judge_report(
@@ -29,7 +33,12 @@ def judge_report(
     )
     checks = judge(thresholds, figures_of(result))
     document["slo"] = verdict_json(checks)
-    write_json_atomic(report.path, document)
+    if report.path is None:  # no directory took the result: it was printed without a verdict
+        return checks
+    try:
+        write_json_atomic(report.path, document)
+    except OSError as error:  # the verdict is shown all the same; the result stays as written
+        log.warning("the --slo verdict could not be added to %s: %s", report.path, error)
     return checks
 
 

@@ -19,6 +19,7 @@ import copy
 import hashlib
 import itertools
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,8 @@ from loadgen.results.files import write_json_atomic
 from loadgen.spec import DriverSpec, Workload, load_yaml, parse_model, spec_from_dict
 from loadgen.spec.model import field_names
 from loadgen.studies.sweep import point_from_result
+
+log = logging.getLogger("loadgen.matrix")
 
 DRIVER_PREFIX = "driver."
 DRIVER_KEY = "driver"
@@ -292,7 +295,7 @@ def finished_keys(document: Mapping[str, Any], out_dir: Path) -> set[str]:
     return {
         entry["key"]
         for entry in document.get("points", ())
-        if entry.get("status") == "complete" and (out_dir / entry["result"]).is_file()
+        if entry.get("status") == "complete" and (out_dir / entry.get("result", "")).is_file()
     }
 
 
@@ -326,7 +329,10 @@ def run_matrix(
         document = matrix_document(
             matrix, [entries[p.key] for p in matrix.points if p.key in entries]
         )
-        write_json_atomic(path, document)
+        try:
+            write_json_atomic(path, document)
+        except OSError as error:  # the runs' results are the record; this is their index
+            log.warning("the matrix document %s was not saved: %s", path, error)
         return document
 
     for point in matrix.points:
@@ -361,7 +367,10 @@ def _entry(
         result = load_result(Path(result_file)) if report is None else report.result
         figures = point_from_result(point.workload.producer_rate, str(result_file), result)
         entry.update(figures.to_json())
-        entry["result"] = str(Path(result_file).relative_to(out_dir))
+        written = Path(result_file)  # a fallback directory when the disk of out_dir failed
+        entry["result"] = str(
+            written.relative_to(out_dir) if written.is_relative_to(out_dir) else written
+        )
     entry["status"] = "complete" if error is None else ("incomplete" if result_file else "failed")
     if error is not None:
         entry["error"] = str(error)

@@ -15,27 +15,13 @@ import pytest
 import yaml
 
 from loadgen.testing.process import free_port
-from loadgen.testing.timing import SilentPort, Watch, run_watched, start_up_seconds
+from loadgen.testing.timing import Watch, run_watched
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "configs" / "drivers" / "pravega.yaml"
 WORKLOAD = REPO / "configs" / "workloads" / "1-topic-1-partition-1kb.yaml"
-
-
-@pytest.fixture
-def silent():
-    with SilentPort() as port:
-        yield port
-
-
-@pytest.fixture
-def start_up():
-    """The bound for the CPU-bound steps after a deadline or a signal (killing the control
-    process, the worker's answer, stopping and writing the result; ~0.1-1 s on an idle
-    machine): less work than starting loadgen, measured now beside whatever else runs."""
-    return start_up_seconds()
 
 
 def driver_file(tmp_path, port, timeout_s=None):

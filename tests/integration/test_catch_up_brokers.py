@@ -36,11 +36,8 @@ def test_a_catch_up_run_drains_its_backlog(broker_spec, tmp_path):
             "tailingSubscriptionsPerTopic": 1,
             "producersPerTopic": 1,
             "consumerPerSubscription": 1,
-            # the drain needs the consumer to outrun the producer: at 4 000 msg/s, the producer
-            # and two consumers in one Python process took all a loaded machine gave them and
-            # a pulsar-lite backlog of 8 000 did not drain in 60 s; 1 000 msg/s leaves room
-            "producerRate": 1_000,
-            "consumerBacklogSizeGB": 2_000 * 1024 / GIB,  # 2 000 messages: two seconds
+            "producerRate": 4_000,
+            "consumerBacklogSizeGB": 8_000 * 1024 / GIB,  # 8 000 messages: two seconds
             "testDurationMinutes": 3 / 60,
             "warmupDurationMinutes": 0,
         }

@@ -42,13 +42,6 @@ class Watched:
                 return arrived
         raise AssertionError(f"no stderr line starts with {prefix!r}:\n{self.stderr}")
 
-    @property
-    def last_said(self) -> float:
-        """When the last stderr line arrived: the program's final word, before the
-        interpreter's own shutdown (CPU work that a loaded machine stretches to seconds)."""
-        assert self.stderr_lines, "nothing on stderr"
-        return self.stderr_lines[-1][0]
-
 
 class Watch:
     """``command`` running, its stderr lines timed as they arrive (stderr is line-buffered in

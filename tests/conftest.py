@@ -4,6 +4,7 @@ import pytest
 
 from loadgen.testing.certs import CertSet, make_certs, openssl_installed
 from loadgen.testing.require import unavailable
+from loadgen.testing.timing import SilentPort, start_up_seconds
 
 
 @pytest.fixture(scope="session")
@@ -12,3 +13,18 @@ def test_certs(tmp_path_factory) -> CertSet:
     if not openssl_installed():
         unavailable("the openssl command is not installed")
     return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture
+def start_up() -> float:
+    """The bound for CPU-bound steps after a deadline or a signal (killing a child, answering,
+    stopping, writing a result; ~0.1-1 s on an idle machine): less work than starting loadgen,
+    measured now beside whatever else runs (a control, not an idle machine's seconds)."""
+    return start_up_seconds()
+
+
+@pytest.fixture
+def silent():
+    """A port that accepts connections, never answers, and notes the first request."""
+    with SilentPort() as port:
+        yield port

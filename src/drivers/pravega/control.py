@@ -4,9 +4,12 @@ The client holds the GIL while it blocks (see :mod:`.guard`), so a deadline cann
 from inside the process that makes the call. Scope, stream and reader-group calls are made by a
 child process instead: the parent sends one call at a time over a pipe and waits for the answer
 in 0.1-s slices. Past the deadline, or on Ctrl-C, it kills the child and raises, and the next
-call starts a fresh one (about 0.3 s). The child ignores SIGINT (a terminal sends it to the whole
-process group; the parent decides) and turns every exception, a Rust panic included, into an
-answer. ``spawn``, not ``fork``: a fork would copy the lock state of the client's runtime threads.
+call starts a fresh one (about 0.3 s on an idle machine, seconds on a loaded one). The deadline
+starts once the child says it is ready: its start-up is the machine's time, not the
+controller's, and must not eat into the controller's time to answer. The child ignores SIGINT
+(a terminal sends it to the whole process group; the parent decides) and turns every exception,
+a Rust panic included, into an answer. ``spawn``, not ``fork``: a fork would copy the lock
+state of the client's runtime threads.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ CONTEXT = multiprocessing.get_context("spawn")
 WAIT_SLICE_S = 0.1
 """How often the parent looks up from the pipe: Ctrl-C and a dead child are seen this fast."""
 STOP_WAIT_S = 1.0
+START_TIMEOUT_S = 60.0
+"""A child not ready by then (an interpreter and the client's import) counts as failed."""
+READY = "ready"
 
 Operation = Callable[..., Any]
 """A module-level function ``(manager, *args) -> picklable value``, run in the child."""
@@ -70,6 +76,7 @@ def delete_scope(manager: StreamManager, scope: str) -> bool:
 def _serve(conn: Connection, controller_uri: str) -> None:
     """The child: answer ``(operation, args)`` requests with ``(ok, value or error text)``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    conn.send(READY)
     manager = None
     while True:
         try:
@@ -102,9 +109,9 @@ class ControlProcess:
         No answer in time: :class:`BrokerUnreachable`; an error or panic in the child:
         :class:`DriverError`; both name the controller URI and ``what`` was being done.
         """
-        process, conn = self._started()
-        deadline = time.monotonic() + timeout_s
         try:
+            process, conn = self._started()
+            deadline = time.monotonic() + timeout_s
             conn.send((operation, args))
             while not conn.poll(WAIT_SLICE_S):
                 if time.monotonic() >= deadline:
@@ -115,9 +122,12 @@ class ControlProcess:
                     break
             ok, value = conn.recv()
         except (EOFError, OSError):
-            self.close()
+            gone = self._process
+            self.close()  # reaps it: its exit code is known after this
             raise DriverError(
-                "pravega", f"{what} at {self.uri}: the control process exited ({process.exitcode})"
+                "pravega",
+                f"{what} at {self.uri}: the control process exited"
+                f" ({gone.exitcode if gone else None})",
             ) from None
         except BaseException:  # the deadline, or Ctrl-C: the child may be stuck in the client
             self._kill()
@@ -136,7 +146,18 @@ class ControlProcess:
             process.start()
             child.close()
             self._process, self._conn = process, parent
+            self._await_ready(process, parent)
         return self._process, self._conn
+
+    @staticmethod
+    def _await_ready(process: multiprocessing.process.BaseProcess, conn: Connection) -> None:
+        """Until the child's hello; EOFError if it died first or does not start in time."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not conn.poll(WAIT_SLICE_S):
+            if not process.is_alive() or time.monotonic() >= deadline:
+                raise EOFError("the control process did not start")
+        if conn.recv() != READY:
+            raise EOFError("the control process did not say it was ready")
 
     def _kill(self) -> None:
         if self._process is not None:

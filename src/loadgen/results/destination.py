@@ -75,7 +75,9 @@ class Move:
 class Destination:
     """The directory a run's files go to now, moved along the list when writing there fails.
 
-    Used from one thread at a time (the run's listener thread, then the run's end).
+    Used from one thread at a time: the journal's writer thread while the run goes, then the
+    run's end once that thread has stopped (a writer abandoned on a hung disk is the exception:
+    it is told to add nothing more, see :meth:`loadgen.results.checkpoint.Checkpoint.close`).
     """
 
     def __init__(self, asked: Path, fallbacks: Sequence[Path] | None = None) -> None:

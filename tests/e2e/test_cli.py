@@ -130,7 +130,12 @@ def test_stopping_during_measurement_writes_the_partial_result_and_exits_130(
     assert len(result["publishRate"]) >= 2
     assert "partial result written" in stderr
     assert len(list((tmp_path / "out").glob("*.hlog"))) == len(METRICS)  # logs of the partial run
-    [report] = (tmp_path / "out").glob("*.html")  # and its report, flagged as incomplete
+    assert not list((tmp_path / "out").glob("*.html"))  # no charts drawn on the stop budget
+    [path] = (tmp_path / "out").glob("*.json")
+    assert f"loadgen report {path.relative_to(tmp_path)}" in stderr  # how to draw them later
+    drawn = loadgen("report", str(path), cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stderr
+    [report] = (tmp_path / "out").glob("*.html")  # the report, flagged as incomplete
     assert "Incomplete run: stopped early (interrupted)" in report.read_text()
 
 

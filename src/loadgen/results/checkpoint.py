@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
+from loadgen.heap import release_free_memory
 from loadgen.results.destination import Destination
 from loadgen.results.journal import JournalWriter
 from loadgen.stats import IntervalStats
@@ -32,6 +34,9 @@ after a signal the wait is cut to what the stop budget has left (:mod:`loadgen.s
 journal still behind then loses nothing: the result written next holds every interval, and
 replaces the journal."""
 THREAD_NAME = "loadgen-journal"
+TRIM_EVERY_S = 30.0
+"""How often the writer hands the heap's free memory back (:mod:`loadgen.heap`): after a
+write, on its own thread, so the trim's few ms delay neither the run nor the journal."""
 
 
 class Checkpoint:
@@ -67,11 +72,15 @@ class Checkpoint:
     def _write_until_stopped(self) -> None:
         """The writer thread: each wake-up writes every interval not written yet, in one go."""
         stopping = False
+        trimmed = time.monotonic()
         while not stopping:
             self._wake.wait()
             self._wake.clear()
             stopping = self._stopping  # a stop asked during the write wakes it once more
             self.write()
+            if time.monotonic() - trimmed >= TRIM_EVERY_S:
+                release_free_memory()
+                trimmed = time.monotonic()
         if self._last is not None and self.writer.directory is not None:
             try:
                 self.writer.replace_last(self._last)

@@ -10,7 +10,8 @@ from tests.unit.test_journal import NAME, START, kept_intervals
 from loadgen import heap
 from loadgen.results import checkpoint
 from loadgen.results.checkpoint import THREAD_NAME, Checkpoint
-from loadgen.results.journal import JournalWriter
+from loadgen.results.destination import Destination
+from loadgen.results.journal import JournalWriter, journal_path, read_journal
 
 MB = 2**20
 
@@ -38,9 +39,10 @@ def test_the_journal_writer_hands_the_heap_back_after_its_writes(tmp_path, monke
         checkpoint, "release_free_memory", lambda: trims.append(threading.current_thread().name)
     )
     monkeypatch.setattr(checkpoint, "TRIM_EVERY_S", 0.0)
-    writes = Checkpoint(JournalWriter(NAME, START), tmp_path)
+    writes = Checkpoint(JournalWriter(NAME, START), Destination(tmp_path, []))
     for stats in kept_intervals(3, warmups=0):
         writes.on_interval(stats, 0)
     writes.close(wait_s=30)  # a loaded machine may take over the default second
     assert trims
     assert set(trims) == {THREAD_NAME}
+    assert len(read_journal(journal_path(tmp_path / NAME))[1]) == 3  # after real writes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import threading
 import time
 from collections.abc import Coroutine
@@ -80,7 +81,11 @@ class WorkerClient:
     ) -> dict[str, Any]:
         if self.deadline_cap_s is not None:
             timeout_s = min(timeout_s, self.deadline_cap_s)
-        timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=CONNECT_TIMEOUT_S)
+        # ceil_threshold: aiohttp rounds deadlines of over 5 s up to a whole second of the
+        # loop's clock, so "10 s" was up to 11; a deadline here is the one the docs promise
+        timeout = aiohttp.ClientTimeout(
+            total=timeout_s, sock_connect=CONNECT_TIMEOUT_S, ceil_threshold=math.inf
+        )
         try:
             async with self._session.request(
                 method, self.url + path, json=body, timeout=timeout
@@ -109,8 +114,8 @@ class WorkerClient:
             remaining = deadline - time.monotonic()
             try:
                 return await self.request("GET", "/health", timeout_s=max(remaining, 0.1))
-            except WorkerUnreachable:
-                if remaining < RETRY_PAUSE_S * 2:
+            except WorkerUnreachable:  # what is left now: a silent worker took all of it
+                if deadline - time.monotonic() < RETRY_PAUSE_S * 2:
                     raise
                 await asyncio.sleep(RETRY_PAUSE_S)
 

@@ -323,7 +323,7 @@ def test_a_signal_in_a_sweep_step_stops_the_sweep_in_time_listing_the_runs_so_fa
     driver = yaml.safe_load(MEMORY.read_text())
     study = ["sweep", "-d", "driver.yaml", "workload.yaml", "--rates", "300,600", "-q"]
     run = Run(tmp_path, driver, "--duration", "60s", "--warmup", "0", study=study)
-    run.wait_until(lambda: list(run.out.glob("*.json")), "the first run's checkpoint", 60)
+    run.wait_until(lambda: list(run.out.glob("*.journal")), "the first run's journal", 60)
     result = assert_stopped_in_time(run, signal.SIGTERM, "measure", "*rate-300*.json")
     assert_interrupted(run, result)
     summary = run.result("*-sweep-*.json")
@@ -337,7 +337,7 @@ def test_a_signal_in_a_matrix_step_stops_the_matrix_in_time_keeping_its_document
     driver = yaml.safe_load(MEMORY.read_text())
     study = ["matrix", "plan.yaml", "-q"]
     run = Run(tmp_path, driver, "--duration", "60s", "--warmup", "0", study=study)
-    run.wait_until(lambda: list(run.out.glob("*-r1-*.json")), "the first run's checkpoint", 60)
+    run.wait_until(lambda: list(run.out.glob("*-r1-*.journal")), "the first run's journal", 60)
     result = assert_stopped_in_time(run, signal.SIGINT, "measure", "*-r1-*.json")
     assert_interrupted(run, result)
     [point] = run.result("*.matrix.json")["points"]

@@ -178,11 +178,22 @@ class KafkaConsumer:
     ) -> None:
         """``partitions`` given: assign them all instead of joining the group."""
         self._consumer = Consumer(conf, logger=client_log)
+        self._assigned: tuple[TopicPartition, ...] = ()
+        """The partitions the consumer holds, as its rebalance callbacks said (replaced whole,
+        so other threads read it without a lock). ``Consumer.assignment()`` is not used: it
+        waits without a timeout for the client's group thread, and after a broker restart it
+        was measured blocking for more than 30 s."""
         if partitions is None:
-            self._consumer.subscribe([topic], on_assign=self._on_assign)
+            self._consumer.subscribe(
+                [topic],
+                on_assign=self._on_assign,
+                on_revoke=self._on_revoke,
+                on_lost=self._on_revoke,
+            )
         else:
             reset = conf.get("auto.offset.reset", "largest")
-            self._consumer.assign(_start_positions(self._consumer, topic, partitions, reset))
+            self._assigned = tuple(_start_positions(self._consumer, topic, partitions, reset))
+            self._consumer.assign(list(self._assigned))
         self._on_message = on_message
         self._read_to: dict[int, int] = {}
         """Per partition, the offset after the last message handed to ``on_message``: a batch
@@ -200,16 +211,23 @@ class KafkaConsumer:
         )
         self._thread.start()
 
-    def _on_assign(self, consumer: Consumer, partitions: list) -> None:
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Eager rebalancing hands over the whole assignment, cooperative only what is added;
+        adding covers both, as the revocations before it removed what went."""
+        held = {p.partition for p in self._assigned}
+        self._assigned += tuple(p for p in partitions if p.partition not in held)
         if self._want_paused and partitions:
             consumer.pause(partitions)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        gone = {p.partition for p in partitions}
+        self._assigned = tuple(p for p in self._assigned if p.partition not in gone)
 
     def _apply_pause(self) -> None:
         with self._switches:
             requested, want = self._requested, self._want_paused
         if want != self._paused:
-            assignment = self._consumer.assignment()
-            if assignment:
+            if assignment := list(self._assigned):
                 (self._consumer.pause if want else self._consumer.resume)(assignment)
             self._paused = want
         if requested != self._applied:
@@ -266,10 +284,10 @@ class KafkaConsumer:
         ListOffsets with one behind what its fetches carry (measured: 4,103 against 4,111)."""
         deadline = time.monotonic() + timeout_s
         try:
-            assignment = self._consumer.assignment()
+            assignment = list(self._assigned)
             if not assignment:  # revoked (a broker that stopped answering): nothing to say
                 return None
-            positions = self._consumer.position(assignment)
+            positions = self._consumer.position(assignment)  # the client's own, not asked
             counts = {}
             for position in positions:
                 left = deadline - time.monotonic()

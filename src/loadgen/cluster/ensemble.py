@@ -419,12 +419,12 @@ class Ensemble:
 
     def accounting(self, *, ask_broker: bool = False) -> list[dict[str, Any]]:
         """Every live worker's id ranges; the caller unions them (a lost worker's are missing,
-        and such a run is incomplete). A worker that never answered has none."""
+        and such a run is incomplete). A worker that never answered has none. One that does
+        not answer now raises: without its ranges, what it received would count as lost."""
         body = wire.AccountingBody(ask_broker=ask_broker).model_dump()
         answers = self._each(
             lambda c: c.request("POST", "/accounting", body),
             [c for c in self._clients if c.answered],
-            tolerant=True,
         )
         return [answer["ledger"] for _, answer in answers]
 

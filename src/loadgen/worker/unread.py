@@ -11,6 +11,7 @@ missing messages counted as lost, as before).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 
@@ -26,16 +27,38 @@ def unread_by_subscription(
     consumers: Sequence[object], names: Sequence[tuple[str, str]], timeout_s: float
 ) -> dict[tuple[str, str], dict[str, int] | None]:
     """Per ``(topic, subscription)`` of ``consumers`` (named by ``names``, in order), the
-    broker's unread counts by partition or queue; ``None`` where one consumer could not say."""
-    deadline = time.monotonic() + timeout_s
+    broker's unread counts by partition or queue; ``None`` where one consumer could not say.
+
+    The questions are asked on a thread of their own and waited for ``timeout_s`` at most: a
+    client call that outlives its own timeout must not hold the run's result."""
+    answers: dict[int, dict[str, int] | None] = {}
+    asking = threading.Thread(
+        target=_ask_each,
+        args=(consumers, names, time.monotonic() + timeout_s, answers),
+        name="loadgen-unread",
+        daemon=True,
+    )
+    asking.start()
+    asking.join(timeout_s)
+    answered = dict(answers)  # what came in time; a late answer is not used
     found: dict[tuple[str, str], dict[str, int] | None] = {}
-    for consumer, name in zip(consumers, names, strict=True):
-        counts = None
-        if isinstance(consumer, Backlog) and (left := deadline - time.monotonic()) > 0:
-            try:
-                counts = consumer.unread(left)
-            except Exception as error:  # the accounting goes on without it
-                log.warning("asking the broker for %s's backlog failed: %s", name[1], error)
-        known = found.get(name, {})
+    for index, name in enumerate(names):
+        counts, known = answered.get(index), found.get(name, {})
         found[name] = None if counts is None or known is None else known | counts
     return found
+
+
+def _ask_each(
+    consumers: Sequence[object],
+    names: Sequence[tuple[str, str]],
+    deadline: float,
+    answers: dict[int, dict[str, int] | None],
+) -> None:
+    for index, (consumer, name) in enumerate(zip(consumers, names, strict=True)):
+        left = deadline - time.monotonic()
+        if not isinstance(consumer, Backlog) or left <= 0:
+            continue
+        try:
+            answers[index] = consumer.unread(left)
+        except Exception as error:  # the accounting goes on without it
+            log.warning("asking the broker for %s's backlog failed: %s", name[1], error)

@@ -582,6 +582,9 @@ def sweep_command(
             if driver is not None
             else stack.enter_context(_embedded_kafka())
         )
+        # one process count for every step, sized for the highest rate: the steps compare
+        top = max(planned) if planned is not None else bounds[1]
+        placement = placement.sized(spec, sweep.at_rate(workload, top))
         base = RunRequest(workload, spec, options, workload_path, output.out_dir, placement, hooks)
 
         taken: list[sweep.SweepPoint] = []

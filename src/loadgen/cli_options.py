@@ -19,7 +19,8 @@ from typing import Any
 import click
 
 from loadgen.cluster.client import CONNECT_TIMEOUT_S
-from loadgen.cluster.placement import Placement, cores, worker_urls
+from loadgen.cluster.placement import Placement, worker_urls
+from loadgen.cluster.sizing import ProcessCount
 from loadgen.cluster.spawn import TOKEN_ENV
 from loadgen.cluster.split import SPLITS
 from loadgen.cpus import usable_cpus
@@ -186,7 +187,8 @@ PROCESSES = click.option(
     metavar="N",
     type=click.IntRange(min=1),
     default=None,
-    help="Worker processes on this host [default: one per usable core; 1 runs in this process].",
+    help="Worker processes on this host (1 runs in this process) [default: sized to the "
+    "workload's rate and the usable CPUs; run.placement.processesChosen says why].",
 )
 SPLIT = click.option(
     "--split",
@@ -220,7 +222,7 @@ def placement(
     cpus: str | None = None,
     workers_wait: float = CONNECT_TIMEOUT_S,
 ) -> Placement:
-    """Where runs go: ``--workers``, or ``--processes`` on this host (one per usable core)."""
+    """Where runs go: ``--workers``, or ``--processes`` on this host (else sized per run)."""
     if workers and processes is not None:
         raise ConfigError(
             "--processes starts workers on this host, --workers uses others: choose one",
@@ -229,13 +231,18 @@ def placement(
             allowed="no --processes with --workers",
         )
     pinned = None if cpus is None else usable_cpus(cpus)
+    chosen = None
+    if processes is None and pinned is not None and not workers:
+        processes = len(pinned)
+        chosen = ProcessCount(processes, "--cpus", "one per CPU given")
     return Placement(
         workers=worker_urls(workers) if workers else (),
-        processes=processes or (len(pinned) if pinned is not None else cores()),
+        processes=processes,
         split=split,
         token=token,
         cpus=() if pinned is None else tuple(sorted(pinned)),
         workers_wait_s=workers_wait,
+        chosen=chosen,
     )
 
 

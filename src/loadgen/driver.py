@@ -169,6 +169,11 @@ class BaseDriver(ABC):
     process_local: ClassVar[bool] = False
     """True when the broker lives inside the process (the memory driver): a run over several
     processes must keep each topic's producers and consumers in one of them."""
+    process_capacity: ClassVar[float | None] = None
+    """Messages sent plus received per second one loadgen process handles on one core with this
+    client (measured: bench/RESULTS.md "Default process count"); how many worker processes a run
+    gets by default follows from it (:mod:`loadgen.cluster.sizing`). ``None``: not measured, and
+    a run with a fixed rate gets one process unless ``--processes`` says otherwise."""
     run_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     """Driver-file fields a URL run (``loadgen run URL``) starts from without a ``-d`` file."""
     probe_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})

@@ -8,28 +8,21 @@ an :class:`~.ensemble.Ensemble` over local ``loadgen worker`` processes
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from loadgen.cluster.client import CONNECT_TIMEOUT_S, ControlPlane
 from loadgen.cluster.ensemble import Ensemble
+from loadgen.cluster.sizing import ProcessCount, cpus_here, default_process_count
 from loadgen.cluster.spawn import local_workers
 from loadgen.cluster.split import BY_TOPIC, OMB, SPLITS, workers_needed
-from loadgen.cpus import available_cpus
 from loadgen.driver import load_driver_class, open_driver
 from loadgen.errors import ConfigError
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.worker.contract import Worker
 from loadgen.worker.local import LocalWorker
-
-
-def cores() -> int:
-    """The CPUs this process may run on (its affinity), which is what one-per-core means."""
-    usable = available_cpus()
-    return len(usable) if usable is not None else os.cpu_count() or 1
 
 
 def worker_urls(text: str) -> tuple[str, ...]:
@@ -55,13 +48,32 @@ class Placement:
     whole topics per worker for a driver whose broker lives inside one process."""
 
     workers: tuple[str, ...] = ()
-    processes: int = 1
+    processes: int | None = 1
+    """``None``: sized to each run's workload (:meth:`sized`)."""
     split: str | None = None
     token: str | None = field(default=None, repr=False)
     cpus: tuple[int, ...] = ()
     """``--cpus``: local worker process ``i`` is pinned to ``cpus[i % len(cpus)]``."""
     workers_wait_s: float = CONNECT_TIMEOUT_S
     """``--workers-wait``: how long each of ``workers`` may take to answer first."""
+    chosen: ProcessCount | None = None
+    """Why ``processes`` is what it is; :meth:`sized` fills it in where the caller did not."""
+
+    def sized(self, spec: DriverSpec, workload: Workload) -> Placement:
+        """This placement for one run: the process count fixed, and why."""
+        if self.chosen is not None:
+            return self
+        if self.workers:
+            count = len(self.workers)
+            return replace(self, chosen=ProcessCount(count, "--workers", "one per worker URL"))
+        if self.processes is not None:
+            asked = ProcessCount(self.processes, "--processes", "asked")
+            return replace(self, chosen=asked)
+        driver = load_driver_class(spec)
+        choice = default_process_count(
+            self.rule(spec), workload, driver.process_capacity, cpus_here(), spec.kind
+        )
+        return replace(self, processes=choice.count, chosen=choice)
 
     def rule(self, spec: DriverSpec) -> str:
         process_local = load_driver_class(spec).process_local
@@ -80,13 +92,15 @@ class Placement:
         return self.split
 
     def count(self) -> int:
-        return len(self.workers) or self.processes
+        """Workers or processes; 1 while the count is still to be sized."""
+        return len(self.workers) or self.processes or 1
 
     def describe(self) -> dict[str, object]:
         """What goes into the result's run options (never the token)."""
         return {
             "workers": list(self.workers),
             "processes": self.processes,
+            "processesChosen": None if self.chosen is None else self.chosen.to_json(),
             "split": self.split,
             "cpus": list(self.cpus),
             "workersWaitSeconds": self.workers_wait_s,
@@ -104,7 +118,7 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
         with _ensemble(urls, spec, rule, placement.token, wait_s, correct_clocks=True) as ensemble:
             yield ensemble
         return
-    processes = workers_needed(rule, placement.processes, workload.topics)
+    processes = workers_needed(rule, placement.sized(spec, workload).count(), workload.topics)
     if processes <= 1:
         yield LocalWorker(open_driver(spec))
         return

@@ -53,8 +53,9 @@ class _Run:
     def start(cls, request: RunRequest) -> _Run:
         options = request.options
         started = replace(options, started_ms=options.started_ms or time.time_ns() // 1_000_000)
+        placement = request.placement.sized(request.driver, request.workload)
         return cls(
-            replace(request, options=started),
+            replace(request, options=started, placement=placement),
             uuid.uuid4().hex,
             configuration(request.workload, request.driver),
         )

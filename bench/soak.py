@@ -251,11 +251,19 @@ def arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def growth(samples: list[dict[str, Any]], from_minute: float) -> tuple[float, float]:
+def growth(
+    samples: list[dict[str, Any]], from_minute: float, measured_minutes: float
+) -> tuple[float, float]:
     """RSS (MB) and descriptor growth from ``from_minute`` to the last sample of the run's
-    measurement: every worker up, intervals still being journaled."""
+    measurement: every worker up, intervals still being journaled, and within its length (with
+    one process the sample just after the measurement ended falls in the result's build, which
+    still journaled most of that minute: the hour's first run counted +72 MB that way)."""
     workers_up = max(s["processes"] for s in samples)
-    running = [s for s in samples if s["processes"] == workers_up and s["journal_writes"]]
+    running = [
+        s
+        for s in samples
+        if s["processes"] == workers_up and s["journal_writes"] and s["minute"] <= measured_minutes
+    ]
     later = [s for s in running if s["minute"] >= from_minute]
     if len(later) < 2:
         raise SystemExit(f"fewer than two samples from minute {from_minute}: run longer")
@@ -299,7 +307,7 @@ def main() -> int:
             child.kill()
             child.wait()
         broker.stop()
-    rss_growth, fd_growth = growth(samples, args.rss_from_minute)
+    rss_growth, fd_growth = growth(samples, args.rss_from_minute, args.minutes)
     rates = result.get("publishRate") or [0]
     mean_rate = statistics.fmean(rates)
     print(output[-1500:])

@@ -14,7 +14,7 @@ from loadgen.cluster.split import BY_TOPIC, OMB
 from loadgen.spec import Workload, parse_model
 from loadgen.spec.driver_spec import DriverSpec
 
-KAFKA_CAPACITY = 88_000.0  # messages sent + received per CPU second (drivers/kafka)
+CAPACITY = 88_000.0  # messages sent + received per CPU second: a round figure for the arithmetic
 
 
 def workload(**changes) -> Workload:
@@ -34,7 +34,7 @@ def workload(**changes) -> Workload:
 
 
 def test_10k_msg_s_on_two_cores_runs_in_one_process():
-    chosen = default_process_count(OMB, workload(), KAFKA_CAPACITY, 2, "kafka")
+    chosen = default_process_count(OMB, workload(), CAPACITY, 2, "kafka")
     assert chosen.count == 1
     assert chosen.chosen_by == "workload"
     assert "20,000 msg/s" in chosen.reason and "1 needed" in chosen.reason
@@ -42,23 +42,21 @@ def test_10k_msg_s_on_two_cores_runs_in_one_process():
 
 def test_a_rate_past_half_a_process_gets_more_up_to_the_cpus():
     # 30k sent + 30k received = 60k, at 44k per process: 2
-    assert (
-        default_process_count(OMB, workload(producerRate=30_000), KAFKA_CAPACITY, 8, "k").count == 2
-    )
+    assert default_process_count(OMB, workload(producerRate=30_000), CAPACITY, 8, "k").count == 2
     # 200k msg/s would need 10; one producer and one consumer keep 2 busy
-    two = default_process_count(OMB, workload(producerRate=200_000), KAFKA_CAPACITY, 8, "k")
+    two = default_process_count(OMB, workload(producerRate=200_000), CAPACITY, 8, "k")
     assert two.count == 2 and "10 needed" in two.reason
     many = workload(producerRate=200_000, producersPerTopic=4, consumerPerSubscription=4)
-    assert default_process_count(OMB, many, KAFKA_CAPACITY, 8, "k").count == 8
-    assert default_process_count(OMB, many, KAFKA_CAPACITY, 3, "k").count == 3
+    assert default_process_count(OMB, many, CAPACITY, 8, "k").count == 8
+    assert default_process_count(OMB, many, CAPACITY, 3, "k").count == 3
 
 
 def test_a_run_without_a_fixed_rate_gets_every_cpu_the_split_keeps_busy():
     discovery = workload(producerRate=0)
     assert asked_rate(discovery) is None
-    assert default_process_count(OMB, discovery, KAFKA_CAPACITY, 2, "k").count == 2
+    assert default_process_count(OMB, discovery, CAPACITY, 2, "k").count == 2
     catch_up = workload(consumerBacklogSizeGB=1)
-    assert default_process_count(OMB, catch_up, KAFKA_CAPACITY, 4, "k").count == 2
+    assert default_process_count(OMB, catch_up, CAPACITY, 4, "k").count == 2
     # the memory driver splits by topic: one topic keeps one process busy
     assert default_process_count(BY_TOPIC, discovery, 1.4e6, 2, "memory").count == 1
 

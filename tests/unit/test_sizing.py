@@ -8,7 +8,7 @@ from loadgen.cluster.sizing import (
     busy_processes,
     cgroup_cpu_limit,
     default_process_count,
-    usable_cpus,
+    whole_cpus,
 )
 from loadgen.cluster.split import BY_TOPIC, OMB
 from loadgen.spec import Workload, parse_model
@@ -95,10 +95,10 @@ def test_omb_s_split_keeps_this_many_busy(producers, consumers, most, busy):
 
 
 def test_a_quota_of_one_and_a_half_cpus_is_one():
-    assert usable_cpus(8, 1.5) == 1
-    assert usable_cpus(2, None) == 2
-    assert usable_cpus(4, 16.0) == 4
-    assert usable_cpus(4, 0.5) == 1
+    assert whole_cpus(8, 1.5) == 1
+    assert whole_cpus(2, None) == 2
+    assert whole_cpus(4, 16.0) == 4
+    assert whole_cpus(4, 0.5) == 1
 
 
 def test_cgroup_v2_quota_is_read_from_the_cgroup_and_its_parents(tmp_path):

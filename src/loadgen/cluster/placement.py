@@ -109,7 +109,8 @@ class Placement:
 
 @contextlib.contextmanager
 def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> Iterator[Worker]:
-    """The worker a scenario drives for this placement; worker processes it started end with
+    """The worker a scenario drives for this placement, as sized for the run
+    (:meth:`Placement.sized`, done when the run starts); worker processes it started end with
     the block."""
     rule = placement.rule(spec)
     if placement.workers:
@@ -118,7 +119,7 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
         with _ensemble(urls, spec, rule, placement.token, wait_s, correct_clocks=True) as ensemble:
             yield ensemble
         return
-    processes = workers_needed(rule, placement.sized(spec, workload).count(), workload.topics)
+    processes = workers_needed(rule, placement.count(), workload.topics)
     if processes <= 1:
         yield LocalWorker(open_driver(spec))
         return

@@ -87,7 +87,7 @@ def _v1_limit(directory: Path) -> float | None:
     return None if quota <= 0 or period <= 0 else quota / period
 
 
-def usable_cpus(affinity: int, quota: float | None) -> int:
+def whole_cpus(affinity: int, quota: float | None) -> int:
     """Whole CPUs a run may keep busy: its affinity, cut to its quota (1.5 CPUs is one)."""
     return max(1, min(affinity, math.floor(quota) if quota is not None else affinity))
 
@@ -143,4 +143,4 @@ def default_process_count(
 def cpus_here() -> int:
     """The CPUs a run on this host may keep busy (affinity and cgroup quota)."""
     affinity = available_cpus()
-    return usable_cpus(len(affinity) if affinity else os.cpu_count() or 1, cgroup_cpu_limit())
+    return whole_cpus(len(affinity) if affinity else os.cpu_count() or 1, cgroup_cpu_limit())

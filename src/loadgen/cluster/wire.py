@@ -159,6 +159,8 @@ def stats_to_json(
         "duplicates": stats.duplicates,
         "outOfOrder": stats.out_of_order,
         "receivedCatchUp": stats.received_catch_up,
+        "cpuNs": stats.cpu_ns,
+        "cpuWaitNs": stats.cpu_wait_ns,
         "warmup": stats.warmup,
         "histograms": {metric: encode(h) for metric, h in stats.histograms.items()},
     }
@@ -187,6 +189,8 @@ def stats_from_json(
         duplicates=data["duplicates"],
         out_of_order=data["outOfOrder"],
         received_catch_up=data["receivedCatchUp"],
+        cpu_ns=data.get("cpuNs", 0),  # absent: a journal or worker of an older loadgen
+        cpu_wait_ns=data.get("cpuWaitNs", 0),
         warmup=data["warmup"],
         histograms=histograms(data["histograms"]),
     )

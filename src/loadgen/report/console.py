@@ -118,6 +118,20 @@ def format_clock_correction(result: dict[str, Any]) -> str | None:
     return "\n".join(lines)
 
 
+def host_busy_note(result: dict[str, Any]) -> str | None:
+    """A warning when the run's threads waited for a CPU so much that its figures measure the
+    host as well as the broker (the result's ``clientCpu``); ``None`` otherwise."""
+    block = result.get("clientCpu")
+    if not block or not block["hostBusy"]:
+        return None
+    return (
+        f"WARNING: this host was busy: loadgen's threads waited for a CPU "
+        f"{block['runQueueWaitShare']:.0%} of the time they could run "
+        f"({block['runQueueWaitSeconds']:.1f} s waiting, {block['cpuSeconds']:.1f} s on a CPU); "
+        "its rates and latencies measure the host as well as the broker"
+    )
+
+
 def format_outages(outages: list[dict[str, Any]]) -> str | None:
     """The result's ``outages`` (:mod:`loadgen.scenarios.outages`) in a line each, or ``None``."""
     if not outages:

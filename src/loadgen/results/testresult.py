@@ -17,6 +17,7 @@ from loadgen import hdr
 from loadgen.accounting import Accounting
 from loadgen.outcome import RunOutcome
 from loadgen.results.catch_up import catch_up_fields, role_histograms
+from loadgen.results.client_cpu import client_cpu_fields
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
@@ -186,6 +187,9 @@ def build_test_result(
         tailing = header.tailing_subscriptions_per_topic
         result["catchUp"] = catch_up_fields(outcome.catch_up, intervals, tailing)
         result["catchUp"]["unreadMessages"] = result["totalUnread"]
+    client_cpu = client_cpu_fields(measured)
+    if client_cpu is not None:
+        result["clientCpu"] = client_cpu
     result["incomplete"] = outcome.incomplete
     if outcome.incomplete:
         result["stopReason"] = outcome.stop_reason or "error"

@@ -16,6 +16,7 @@ import numpy as np
 
 from loadgen import hdr
 from loadgen.accounting import Ledger, message_id_base
+from loadgen.cpu_use import CpuMeter
 from loadgen.driver import (
     NO_MESSAGE_ID,
     NO_SEND_TIME_NS,
@@ -138,6 +139,7 @@ class LocalWorker:
         self._catch_up: list[bool] = []
         """Per consumer: does it belong to a catch-up subscription (paused to build a backlog)?"""
         self._producer_recorder = ProducerRecorder()
+        self._cpu = CpuMeter()
         self._loop: ProducerLoop | None = None
         self._sent_bytes: SentBytes | None = None
         self._id_bases: list[int] = []
@@ -361,6 +363,7 @@ class LocalWorker:
             ):
                 values = _joined(parts)
                 histograms[metric] = hdr.record_ns(metric, values[values >= 0])
+        cpu = self._cpu.take()
         return IntervalStats(
             start_ms=start_ms,
             end_ms=end_ms,
@@ -374,6 +377,8 @@ class LocalWorker:
             duplicates=counts.duplicates,
             out_of_order=counts.out_of_order,
             received_catch_up=received_catch_up,
+            cpu_ns=cpu.cpu_ns,
+            cpu_wait_ns=cpu.wait_ns,
             warmup=warmup,
             histograms=histograms,
         )

@@ -1,0 +1,28 @@
+"""The result's ``clientCpu`` block: what the run's own processes cost per message, and whether
+the host left them waiting for a CPU (:mod:`loadgen.cpu_use`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from loadgen.cpu_use import HOST_BUSY_SHARE
+from loadgen.stats import IntervalStats
+
+
+def client_cpu_fields(measured: Sequence[IntervalStats]) -> dict[str, Any] | None:
+    """Over the measured intervals, summed over the run's processes; ``None`` where nothing was
+    measured (no schedstat, or no measured interval)."""
+    cpu_ns = sum(s.cpu_ns for s in measured)
+    wait_ns = sum(s.cpu_wait_ns for s in measured)
+    if cpu_ns <= 0:
+        return None
+    messages = sum(s.sent + s.received for s in measured)
+    share = wait_ns / (cpu_ns + wait_ns)
+    return {
+        "cpuSeconds": cpu_ns / 1e9,
+        "runQueueWaitSeconds": wait_ns / 1e9,
+        "runQueueWaitShare": share,
+        "cpuMicrosPerMessage": cpu_ns / 1e3 / messages if messages else None,
+        "hostBusy": share >= HOST_BUSY_SHARE,
+    }

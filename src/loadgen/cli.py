@@ -39,7 +39,7 @@ from loadgen.report.console import (
 from loadgen.report.display import display_for
 from loadgen.report.shape import format_shape
 from loadgen.request import RunOptions, RunRequest
-from loadgen.results.files import result_stem, write_json_atomic
+from loadgen.results.files import all_or_none, result_stem, write_json_atomic
 from loadgen.results.intervals_csv import write_intervals_csv
 from loadgen.results.verdict import format_checks, judge_report
 from loadgen.results.writable import check_outputs
@@ -658,9 +658,11 @@ def _sweep_summary(
 
     def write(directory: Path) -> Path:
         target = directory / name
-        write_json_atomic(target, summary)
-        if output.report:
-            sweep_report.write_html(summary, target.with_suffix(".html"))
+        with all_or_none() as written:
+            write_json_atomic(target, summary)
+            written.append(target)
+            if output.report:
+                sweep_report.write_html(summary, target.with_suffix(".html"))
         return target
 
     click.echo(sweep_report.table_text(summary))  # first: it is shown whatever the disk does

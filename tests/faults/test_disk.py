@@ -191,3 +191,41 @@ def test_with_no_place_left_the_result_is_printed(tmp_path, mode, stream):
     assert result["totalMessagesReceived"] == result["totalMessagesSent"] > 1000
     if mode == "--json-lines":  # stdout carries the records only, as it promises
         assert all("type" in json.loads(line) for line in stdout.splitlines())
+
+
+def test_a_sweep_whose_disk_fills_keeps_every_point_and_its_summary_in_the_fallback(tmp_path):
+    """A sweep's end-of-run file is its summary: it goes where the points' results went."""
+    fallback = tmp_path / "cache" / "loadgen" / "results"
+    (tmp_path / "w.yaml").write_text(WORKLOAD)
+    command = [sys.executable, "-m", "loadgen", "sweep", str(tmp_path / "w.yaml")]
+    command += ["-d", str(MEMORY), "--rates", "200,400", "--duration", "3s", "--warmup", "0"]
+    command += ["--stats-interval", "1s", "--processes", "1", "--plain"]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    with tmpfs(tmp_path / "small", "size=256k") as small:
+        child = subprocess.Popen(
+            [*command, "-o", str(small)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        deadline = time.monotonic() + 30
+        while not list(small.glob("*.journal")):  # the first point is running
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline, "no journal after 30 s"
+            time.sleep(0.05)
+        fill(small)
+        _, stderr = child.communicate(timeout=120)
+        left = sorted(path.name for path in small.iterdir())
+    assert "Traceback" not in stderr, stderr
+    assert child.returncode == 5, stderr
+    [summary_path] = fallback.glob("*-sweep-Memory-*.json")
+    summary = json.loads(summary_path.read_text())
+    assert [point["targetRate"] for point in summary["points"]] == [200, 400]
+    for point in summary["points"]:
+        assert Path(point["result"]).parent == fallback, point
+        result = json.loads(Path(point["result"]).read_text())
+        assert not point["incomplete"] and result.get("incomplete") is not True
+        assert result["totalMessagesReceived"] == result["totalMessagesSent"] > 0
+    assert f"sweep: {summary_path}" in stderr
+    assert left == ["filler"]  # nothing of the sweep stayed on the full disk, its summary neither

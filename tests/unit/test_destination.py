@@ -11,6 +11,7 @@ import pytest
 
 from loadgen.errors import NoPlaceLeft
 from loadgen.results.destination import Destination, fallback_directories
+from loadgen.results.files import all_or_none, write_text_atomic
 
 
 def full_in(*full):
@@ -130,3 +131,17 @@ def test_the_fallbacks_follow_xdg_cache_home_and_tmpdir(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert fallback_directories()[0] == tmp_path / "home" / ".cache" / "loadgen" / "results"
+
+
+def test_a_set_of_files_is_left_whole_or_not_at_all(tmp_path):
+    first, second = tmp_path / "summary.json", tmp_path / "summary.html"
+    with pytest.raises(OSError), all_or_none() as written:
+        write_text_atomic(first, "{}")
+        written.append(first)
+        raise OSError(28, "No space left on device")  # the second file's write
+    assert not first.exists()
+    with all_or_none() as written:
+        write_text_atomic(first, "{}")
+        written.append(first)
+        write_text_atomic(second, "<html>")
+    assert first.read_text() == "{}" and second.exists()

@@ -17,8 +17,8 @@ from typing import Any
 from loadgen.report.charts import COLORS
 from loadgen.report.html import CSS
 from loadgen.report.latency_chart import Line, latency_figure, to_svg
+from loadgen.results.files import all_or_none, write_text_atomic
 from loadgen.results.files import csv_text as table_csv
-from loadgen.results.files import write_text_atomic
 
 Document = Mapping[str, Any]
 FIGURES = (
@@ -99,9 +99,11 @@ def lines(document: Document, group_by: Sequence[str]) -> list[Line]:
 def write_files(document: Document, json_path: Path, group_by: Sequence[str]) -> list[Path]:
     """The CSV and HTML beside the matrix document."""
     csv_path = json_path.with_suffix("").with_suffix(".csv")
-    write_text_atomic(csv_path, csv_text(document))
     html_path = json_path.with_suffix("").with_suffix(".html")
-    write_text_atomic(html_path, _page(document, group_by))
+    with all_or_none() as written:
+        write_text_atomic(csv_path, csv_text(document))
+        written.append(csv_path)
+        write_text_atomic(html_path, _page(document, group_by))
     return [csv_path, html_path]
 
 

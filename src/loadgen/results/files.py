@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,24 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def all_or_none() -> Iterator[list[Path]]:
+    """Files whose paths the block appends to the yielded list are removed if the block raises.
+
+    A set of files (a summary and its report) is then whole in one place or not there at all:
+    when a disk fills after the first one, the set goes to a fallback directory without leaving
+    a second copy of the first one behind (:mod:`loadgen.results.destination`).
+    """
+    written: list[Path] = []
+    try:
+        yield written
+    except BaseException:
+        for path in written:
+            with contextlib.suppress(OSError):  # the disk that failed may refuse this too
+                path.unlink()
         raise
 
 

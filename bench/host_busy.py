@@ -1,13 +1,14 @@
 """The run-queue wait share a run reports (``clientCpu``) on an idle host and beside busy ones.
 
-Usage: python bench/host_busy.py [--broker memory|rabbitmq] [--rate 50000] [--seconds 20]
-                                 [--hogs 0,3,10] [--rounds 2]
+Usage: python bench/host_busy.py [--broker memory|rabbitmq|kafka] [--rate 50000]
+                                 [--seconds 20] [--hogs 0,3,10] [--rounds 2]
 
 Each round runs the same workload (1 topic x 16 partitions, 1 KiB, one producer, one consumer,
 one process) once per hog count, alternating, with that many ``while True: pass`` processes
-beside it. It prints, per run, the rate sent against the rate asked, the run's CPU per message,
-its threads' run-queue wait share and ``hostBusy``: the calibration of
-:data:`loadgen.cpu_use.HOST_BUSY_SHARE`.
+beside it (Kafka against a local tansu, started once). It prints, per run, the rate sent
+against the rate asked, the run's CPU per message, its threads' run-queue wait share and mean
+wait per time slice, and ``hostBusy``: the calibration of :data:`loadgen.cpu_use.HOST_BUSY_SHARE`
+and :data:`loadgen.cpu_use.HOST_BUSY_WAIT_US`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from collections.abc import Callable
 
 from loadgen.cluster.placement import Placement
 from loadgen.request import RunOptions, RunRequest
@@ -22,9 +24,12 @@ from loadgen.runner import execute
 from loadgen.spec import Workload, parse_model
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import measured_intervals, sent_per_second
+from loadgen.testing.process import LocalBroker
 from loadgen.testing.rabbitmq import start_rabbitmq
+from loadgen.testing.tansu import start_tansu
 
 HOG = "while True: pass"
+STARTERS: dict[str, Callable[[], LocalBroker]] = {"rabbitmq": start_rabbitmq, "kafka": start_tansu}
 
 
 def one_run(spec: DriverSpec, rate: float, seconds: float, hogs: int) -> dict:
@@ -56,24 +61,25 @@ def one_run(spec: DriverSpec, rate: float, seconds: float, hogs: int) -> dict:
         "sent_rate": sent_per_second(measured_intervals(outcome.intervals)),
         "cpu_us_per_msg": block["cpuMicrosPerMessage"],
         "wait_share": block["runQueueWaitShare"],
+        "wait_per_slice_us": block["runQueueWaitPerSliceMicros"],
         "host_busy": block["hostBusy"],
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--broker", choices=("memory", "rabbitmq"), default="memory")
+    parser.add_argument("--broker", choices=("memory", *STARTERS), default="memory")
     parser.add_argument("--rate", type=float, default=50_000)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--hogs", default="0,3,10")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    broker = start_rabbitmq() if args.broker == "rabbitmq" else None
+    broker = STARTERS[args.broker]() if args.broker in STARTERS else None
     try:
         if broker is None:
             spec = DriverSpec(name="Memory", kind="memory")
         else:
-            spec = DriverSpec(name="RabbitMQ", kind="rabbitmq", config=broker.driver_config)
+            spec = DriverSpec(name=args.broker, kind=args.broker, config=broker.driver_config)
         for round_number in range(args.rounds):
             for hogs in (int(each) for each in args.hogs.split(",")):
                 row = one_run(spec, args.rate, args.seconds, hogs)
@@ -81,7 +87,8 @@ def main() -> None:
                     f"round {round_number + 1} hogs {row['hogs']:>2}: "
                     f"sent {row['sent_rate']:,.0f}/{args.rate:,.0f} msg/s, "
                     f"{row['cpu_us_per_msg']:.1f} us CPU/msg, "
-                    f"wait share {row['wait_share']:.2f}, hostBusy {row['host_busy']}",
+                    f"wait share {row['wait_share']:.2f}, "
+                    f"{row['wait_per_slice_us']:,.0f} us a wait, hostBusy {row['host_busy']}",
                     flush=True,
                 )
     finally:

@@ -1,11 +1,13 @@
 """loadgen's Kafka producer path beside a bare confluent-kafka loop: same settings, same run.
 
 Usage: python bench/kafka_producer_vs_bare.py [--seconds 10] [--rounds 3] [--size 1024] [--cpu N]
+       [--sides bare,loadgen,run]
 
-Starts a local tansu, then alternates A (bare loop) and B (loadgen: ProducerLoop + recorder +
-Kafka driver + per-second histogram binning) in fresh subprocesses (:mod:`ab`), each sending
-unthrottled to a fresh 16-partition topic for ``--seconds``. Both sides are broker-bound on a
-2-core box, so CPU per message is the efficiency figure; throughput ratios are reported beside it.
+Starts a local tansu, then rotates A (bare loop), B (loadgen: ProducerLoop + recorder + Kafka
+driver + per-second histogram binning) and C (the whole ``loadgen run`` process tree) in fresh
+subprocesses (:mod:`ab`), each sending unthrottled to a fresh 16-partition topic for
+``--seconds``. Every side is broker-bound on a 2-core box, so CPU per message is the efficiency
+figure; throughput ratios are reported beside it.
 """
 
 from __future__ import annotations
@@ -51,14 +53,14 @@ def bare(bootstrap: str, topic: str, seconds: float, size: int) -> dict:
     return ab.measured(acked[0], start, cpu0)
 
 
-def engine(bootstrap: str, topic: str, seconds: float, size: int) -> dict:
+def target(bootstrap: str, topic: str) -> tuple[DriverSpec, TopicSpec]:
+    """loadgen's Kafka driver with :data:`PRODUCER_SETTINGS`, on the parent's topic."""
     config = {
         "commonConfig": f"bootstrap.servers={bootstrap}",
         "producerConfig": "\n".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items()),
         "consumerConfig": "auto.offset.reset=earliest",
     }
-    spec = DriverSpec(name="Kafka", kind="kafka", config=config)
-    return ab.engine(spec, TopicSpec(topic, PARTITIONS), seconds, size)
+    return DriverSpec(name="Kafka", kind="kafka", config=config), TopicSpec(topic, PARTITIONS)
 
 
 def main() -> None:
@@ -89,5 +91,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if not ab.child_main({"bare": bare, "loadgen": engine}):
+    if not ab.child_main({"bare": bare, **ab.loadgen_sides(target)}):
         main()

@@ -1,10 +1,14 @@
 """The harness ceiling: the memory driver's maximum msg/s in one process, latency recording on.
 
-Usage: python bench/memory_max_rate.py [--seconds 10] [--rounds 3] [--size 1024]
+Usage: python bench/memory_max_rate.py [--seconds 10] [--rounds 3] [--size 1024] [--vs-run]
 
 Runs the real worker path (producer loop, per-message callbacks, raw-value recorders, binning
 into HdrHistograms every second) unthrottled against the in-process broker, once producer-only
 and once with one consumer, each in a fresh subprocess. Prints msg/s and CPU µs per message.
+
+``--vs-run`` then compares, producer-only, loadgen's loop with the whole ``loadgen run`` process
+tree as the Kafka, Pulsar and RabbitMQ scripts do (:mod:`ab`: sides ``loadgen`` and ``run``,
+rotated per round, ratios run/loadgen); there is no bare side, the broker being loadgen's own.
 """
 
 from __future__ import annotations
@@ -17,15 +21,30 @@ import subprocess
 import sys
 import time
 
-from loadgen.driver import open_driver
+import ab
+from loadgen.driver import TopicSpec, open_driver
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.worker.local import LocalWorker
 from loadgen.worker.plan import consumer_subscriptions
 
+MEMORY = DriverSpec(name="Memory", kind="memory")
+PARTITIONS = 16
+
+
+def target(topic: str) -> tuple[DriverSpec, TopicSpec]:
+    """The in-process broker of each side's own process: the topic is made where it is used."""
+    return MEMORY, TopicSpec(topic, PARTITIONS)
+
+
+def vs_run(args: argparse.Namespace) -> None:
+    """loadgen's loop against the whole ``loadgen run``, through :mod:`ab`."""
+    sides = argparse.Namespace(**vars(args), sides=("loadgen", "run"), cpu=None)
+    ab.print_summary(ab.alternate(__file__, sides, lambda _topic: lambda: None))
+
 
 def measure(seconds: float, size: int, consumers: int) -> dict:
-    worker = LocalWorker(open_driver(DriverSpec(name="Memory", kind="memory")))
-    topics = worker.create_topics(1, 16)
+    worker = LocalWorker(open_driver(MEMORY))
+    topics = worker.create_topics(1, PARTITIONS)
     worker.create_consumers(consumer_subscriptions(topics, consumers, 1))
     worker.create_producers(topics)
     usage0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -57,6 +76,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--vs-run", action="store_true", help="then loadgen's loop vs loadgen run")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
@@ -91,7 +111,10 @@ def main() -> None:
         print(
             f"{label:24} median sent {statistics.median(r['sent_rate'] for r in rows):,.0f} msg/s"
         )
+    if args.vs_run:
+        vs_run(args)
 
 
 if __name__ == "__main__":
-    main()
+    if not ab.child_main(ab.loadgen_sides(target)):
+        main()

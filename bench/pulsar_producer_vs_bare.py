@@ -1,16 +1,17 @@
 """loadgen's Pulsar producer path beside a bare pulsar-client send_async loop, same run.
 
 Usage: python bench/pulsar_producer_vs_bare.py [--seconds 10] [--rounds 3] [--size 1024]
-       [--saturate 1 2 3 4] [--bare-latency] [--cpu N]
+       [--saturate 1 2 3 4] [--bare-latency] [--cpu N] [--sides bare,loadgen,run]
 
-Starts pulsar-lite (16 partitions per topic, 127.0.0.1), then alternates A (bare loop) and B
-(loadgen: ProducerLoop + recorder + Pulsar driver + per-second binning) in fresh subprocesses
-(:mod:`ab`). Same settings on both sides: one client with one I/O thread, batching on (1 ms,
-128 KiB), ``block_if_queue_full`` with 1000 pending messages per partition, 1 KiB, the send
-time as a message property, a fresh 16-partition topic per run, unthrottled for ``--seconds``.
-pulsar-lite has no admin REST, so the topics stay until the broker stops.
+Starts pulsar-lite (16 partitions per topic, 127.0.0.1), then rotates A (bare loop), B
+(loadgen: ProducerLoop + recorder + Pulsar driver + per-second binning) and C (the whole
+``loadgen run`` process tree) in fresh subprocesses (:mod:`ab`). Same settings on every side:
+one client with one I/O thread, batching on (1 ms, 128 KiB), ``block_if_queue_full`` with 1000
+pending messages per partition, 1 KiB, the send time as a message property, a fresh
+16-partition topic per run, unthrottled for ``--seconds``. pulsar-lite has no admin REST, so the
+topics stay until the broker stops.
 
-``--cpu N`` pins both sides' processes to CPU ``N`` (:mod:`ab`); the broker is not pinned.
+``--cpu N`` pins every side's processes to CPU ``N`` (:mod:`ab`); the broker is not pinned.
 
 ``--saturate N...`` then runs N loadgen producer processes at once (each on its own topic) and
 reports their summed rate and the broker's CPU, to show how many it takes to saturate it.
@@ -96,9 +97,10 @@ def bare_loop(producer: pulsar.Producer, seconds: float, size: int, latency: boo
     return ab.measured(acked[0] + len(latencies), start, cpu0)
 
 
-def engine(url: str, topic: str, seconds: float, size: int, latency: bool = False) -> dict:
-    """loadgen's side; ``latency`` only selects the bare loop it is compared with."""
-    return ab.engine(driver_spec(url), TopicSpec(full_name(topic), PARTITIONS), seconds, size)
+def target(url: str, topic: str, latency: bool = False) -> tuple[DriverSpec, TopicSpec]:
+    """loadgen's sides' driver and topic; ``latency`` only selects the bare loop they are
+    compared with."""
+    return driver_spec(url), TopicSpec(full_name(topic), PARTITIONS)
 
 
 def driver_spec(url: str) -> DriverSpec:
@@ -183,5 +185,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if not ab.child_main({"bare": bare, "loadgen": engine}):
+    if not ab.child_main({"bare": bare, **ab.loadgen_sides(target)}):
         main()

@@ -1,13 +1,15 @@
 """loadgen's RabbitMQ producer path beside a bare pika async-confirm publisher, same run.
 
 Usage: python bench/rabbitmq_producer_vs_bare.py [--seconds 5] [--rounds 5] [--size 1024]
+       [--cpu N] [--sides bare,loadgen,run]
 
-Starts a local RabbitMQ, then alternates A (bare publisher) and B (loadgen: ProducerLoop +
-recorder + RabbitMQ driver + per-second binning) in fresh subprocesses (:mod:`ab`). Same
-settings on both sides: one connection and channel in confirm mode, at most 1000 unconfirmed
-messages, ``mandatory``, 1 KiB, a send-time header, 16 routing keys round-robin into 16 fresh
-classic queues on a direct exchange, unthrottled for ``--seconds``. Queues are deleted after
-every run so no side publishes into a backlog the other left behind.
+Starts a local RabbitMQ, then rotates A (bare publisher), B (loadgen: ProducerLoop + recorder +
+RabbitMQ driver + per-second binning) and C (the whole ``loadgen run`` process tree) in fresh
+subprocesses (:mod:`ab`). Same settings on every side: one connection and channel in confirm
+mode, at most 1000 unconfirmed messages, ``mandatory``, 1 KiB, a send-time header, 16 routing
+keys round-robin into 16 fresh classic queues on a direct exchange, unthrottled for
+``--seconds``. Queues are deleted after every run so no side publishes into a backlog another
+left behind.
 """
 
 from __future__ import annotations
@@ -82,10 +84,11 @@ def bare(uri: str, topic: str, seconds: float, size: int) -> dict:
     return result
 
 
-def engine(uri: str, topic: str, seconds: float, size: int) -> dict:
+def target(uri: str, topic: str) -> tuple[DriverSpec, TopicSpec]:
+    """loadgen's RabbitMQ driver with the bare publisher's window, on the parent's exchange."""
     config = {"amqpUris": [uri], "maxInFlight": WINDOW, "producerCreationDelay": 0}
     spec = DriverSpec(name="RabbitMQ", kind="rabbitmq", config=config)
-    return ab.engine(spec, TopicSpec(topic, PARTITIONS), seconds, size)
+    return spec, TopicSpec(topic, PARTITIONS)
 
 
 def declare(uri: str, topic: str) -> list[str]:
@@ -129,5 +132,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if not ab.child_main({"bare": bare, "loadgen": engine}):
+    if not ab.child_main({"bare": bare, **ab.loadgen_sides(target)}):
         main()

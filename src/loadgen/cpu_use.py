@@ -4,7 +4,8 @@ Why: a run that falls short of its rate, or shows long latencies, may be telling
 broker, or about a host too busy to give the client the CPU it asked for. Run-queue wait (time a
 thread could run but had no CPU) separates the two: it stays small when the client sleeps on the
 broker and grows when other processes take the cores. ``/proc/<pid>/task/<tid>/schedstat`` holds,
-per thread, the nanoseconds on a CPU and the nanoseconds waiting on a run queue.
+per thread, the nanoseconds on a CPU, the nanoseconds waiting on a run queue and how many times
+the thread was given a CPU (its time slices).
 """
 
 from __future__ import annotations
@@ -16,22 +17,30 @@ from pathlib import Path
 TASKS = Path("/proc/self/task")
 
 HOST_BUSY_SHARE = 0.5
-"""A client whose threads waited for a CPU at least this share of the time they could run was
-on a busy host: its rates and latencies measure the host too. Measured (bench/RESULTS.md,
-"Is it the broker or the host?"): 0.18-0.27 on an idle 2-core machine at 5k-50k msg/s, 0.55-0.66
-beside 3-10 busy processes."""
+"""A client whose threads waited for a CPU at least this share of the time they could run, and
+:data:`HOST_BUSY_WAIT_US` per time slice, was on a busy host: its rates and latencies measure
+the host too (bench/RESULTS.md, "The broker or the host")."""
+HOST_BUSY_WAIT_US = 100.0
+"""The mean wait for a CPU per time slice above which a host counts as busy. A client with many
+threads that wake often (librdkafka's) waits for a CPU half the time it could run on an idle
+host too, but each wait is short: the time an idle core takes to pick the thread up (5-40 µs
+measured on an idle 2-core VM), against 116 µs to 4.6 ms beside 3 to 10 busy processes, where a
+woken thread waits for another's slice (65 µs for a run at 200 msg/s beside 3)."""
 
 
 @dataclass(frozen=True)
 class CpuUse:
-    """Nanoseconds on a CPU and waiting for one, over some span, summed over threads."""
+    """Nanoseconds on a CPU and waiting for one, and the time slices, over some span, summed
+    over threads."""
 
     cpu_ns: int = 0
     wait_ns: int = 0
+    slices: int = 0
 
 
-def _read(tasks: Path) -> dict[str, tuple[int, int]]:
-    """Each thread's (on-CPU ns, run-queue wait ns) so far; empty where schedstat is missing."""
+def _read(tasks: Path) -> dict[str, tuple[int, int, int]]:
+    """Each thread's (on-CPU ns, run-queue wait ns, time slices) so far; empty where schedstat
+    is missing."""
     counters = {}
     try:
         threads = os.listdir(tasks)
@@ -39,10 +48,10 @@ def _read(tasks: Path) -> dict[str, tuple[int, int]]:
         return {}
     for tid in threads:
         try:
-            on_cpu, waiting, _ = (tasks / tid / "schedstat").read_text().split()
+            on_cpu, waiting, slices = (tasks / tid / "schedstat").read_text().split()
         except (OSError, ValueError):  # the thread ended since the listing, or no schedstat
             continue
-        counters[tid] = (int(on_cpu), int(waiting))
+        counters[tid] = (int(on_cpu), int(waiting), int(slices))
     return counters
 
 
@@ -59,10 +68,10 @@ class CpuMeter:
 
     def take(self) -> CpuUse:
         now = _read(self._tasks)
-        cpu = wait = 0
-        for tid, (on_cpu, waiting) in now.items():
-            before_cpu, before_wait = self._last.get(tid, (0, 0))
-            cpu += on_cpu - before_cpu
-            wait += waiting - before_wait
+        totals = [0, 0, 0]
+        for tid, counters in now.items():
+            before = self._last.get(tid, (0, 0, 0))
+            for index, (value, was) in enumerate(zip(counters, before, strict=True)):
+                totals[index] += value - was
         self._last = now
-        return CpuUse(cpu, wait)
+        return CpuUse(*totals)

@@ -140,7 +140,8 @@ class Backlog(Protocol):
     def unread(self, timeout_s: float) -> dict[str, int] | None:
         """Messages waiting for the subscription, per partition or queue (a key two consumers
         of one subscription share when they count the same thing); ``None`` when the broker did
-        not answer within ``timeout_s``."""
+        not answer within ``timeout_s``. Asked once, after the run's drain: a consumer may stop
+        consuming to count exactly (every message either received or counted here)."""
 
 
 class BaseDriver(ABC):

@@ -59,6 +59,8 @@ class IntervalStats:
     """CPU the run's processes used in the interval, every thread (:mod:`loadgen.cpu_use`)."""
     cpu_wait_ns: int = 0
     """How long their threads could run but waited for a CPU: the host's share in the interval."""
+    cpu_slices: int = 0
+    """How many times their threads were given a CPU (the waits' count)."""
     warmup: bool = False
     histograms: Mapping[str, hdr.Histogram] = field(default_factory=dict)
 
@@ -116,6 +118,7 @@ def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
         received_catch_up=sum(s.received_catch_up for s in items),
         cpu_ns=sum(s.cpu_ns for s in items),
         cpu_wait_ns=sum(s.cpu_wait_ns for s in items),
+        cpu_slices=sum(s.cpu_slices for s in items),
         warmup=all(s.warmup for s in items),
         histograms=histograms,
     )

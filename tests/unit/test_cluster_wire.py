@@ -26,6 +26,7 @@ def stats(seed: int) -> IntervalStats:
         out_of_order=5,
         cpu_ns=7_000,
         cpu_wait_ns=8_000,
+        cpu_slices=9,
         histograms={
             PUBLISH: hdr.record_ns(PUBLISH, rng.integers(1_000, 90_000_000, 500)),
             END_TO_END: hdr.record_ns(END_TO_END, rng.lognormal(15, 1.5, 498).astype(np.int64)),
@@ -39,7 +40,7 @@ def test_stats_round_trip_keeps_every_count_and_bucket():
     back = wire.stats_from_json(wire.stats_to_json(sent))
     assert (back.sent, back.send_errors, back.received, back.negative_e2e) == (500, 2, 498, 3)
     assert (back.duplicates, back.out_of_order, back.negative_e2e_uncorrected) == (4, 5, 6)
-    assert (back.cpu_ns, back.cpu_wait_ns) == (7_000, 8_000)
+    assert (back.cpu_ns, back.cpu_wait_ns, back.cpu_slices) == (7_000, 8_000, 9)
     for metric in (PUBLISH, END_TO_END, END_TO_END_UNCORRECTED):
         assert np.array_equal(back.histogram(metric).index, sent.histogram(metric).index)
         assert np.array_equal(back.histogram(metric).counts, sent.histogram(metric).counts)
@@ -47,9 +48,9 @@ def test_stats_round_trip_keeps_every_count_and_bucket():
 
 def test_stats_of_an_older_worker_or_journal_read_as_unmeasured_cpu():
     older = wire.stats_to_json(stats(1))
-    del older["cpuNs"], older["cpuWaitNs"]
+    del older["cpuNs"], older["cpuWaitNs"], older["cpuSlices"]
     back = wire.stats_from_json(older)
-    assert (back.cpu_ns, back.cpu_wait_ns, back.sent) == (0, 0, 500)
+    assert (back.cpu_ns, back.cpu_wait_ns, back.cpu_slices, back.sent) == (0, 0, 0, 500)
 
 
 def test_percentiles_merged_after_the_wire_equal_those_merged_before():

@@ -425,6 +425,7 @@ class Ensemble:
             warmup=warmup,
             cpu_ns=merged.cpu_ns + own.cpu_ns,
             cpu_wait_ns=merged.cpu_wait_ns + own.wait_ns,
+            cpu_slices=merged.cpu_slices + own.slices,
         )
 
     def accounting(self, *, ask_broker: bool = False) -> list[dict[str, Any]]:

@@ -161,6 +161,7 @@ def stats_to_json(
         "receivedCatchUp": stats.received_catch_up,
         "cpuNs": stats.cpu_ns,
         "cpuWaitNs": stats.cpu_wait_ns,
+        "cpuSlices": stats.cpu_slices,
         "warmup": stats.warmup,
         "histograms": {metric: encode(h) for metric, h in stats.histograms.items()},
     }
@@ -191,6 +192,7 @@ def stats_from_json(
         received_catch_up=data["receivedCatchUp"],
         cpu_ns=data.get("cpuNs", 0),  # absent: a journal or worker of an older loadgen
         cpu_wait_ns=data.get("cpuWaitNs", 0),
+        cpu_slices=data.get("cpuSlices", 0),
         warmup=data["warmup"],
         histograms=histograms(data["histograms"]),
     )

@@ -127,8 +127,9 @@ def host_busy_note(result: dict[str, Any]) -> str | None:
     return (
         f"WARNING: this host was busy: loadgen's threads waited for a CPU "
         f"{block['runQueueWaitShare']:.0%} of the time they could run "
-        f"({block['runQueueWaitSeconds']:.1f} s waiting, {block['cpuSeconds']:.1f} s on a CPU); "
-        "its rates and latencies measure the host as well as the broker"
+        f"({block['runQueueWaitSeconds']:.1f} s waiting, {block['cpuSeconds']:.1f} s on a CPU, "
+        f"{block['runQueueWaitPerSliceMicros']:,.0f} µs a wait); its rates and latencies measure "
+        "the host as well as the broker"
     )
 
 

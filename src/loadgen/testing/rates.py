@@ -33,5 +33,6 @@ def skip_if_host_busy(result: dict[str, Any], what: str) -> None:
     if block and block["hostBusy"]:
         pytest.skip(
             f"{what}: not judged, the host was busy (loadgen's threads waited for a CPU "
-            f"{block['runQueueWaitShare']:.0%} of the time they could run)"
+            f"{block['runQueueWaitShare']:.0%} of the time they could run, "
+            f"{block['runQueueWaitPerSliceMicros']:,.0f} µs a wait)"
         )

@@ -379,6 +379,7 @@ class LocalWorker:
             received_catch_up=received_catch_up,
             cpu_ns=cpu.cpu_ns,
             cpu_wait_ns=cpu.wait_ns,
+            cpu_slices=cpu.slices,
             warmup=warmup,
             histograms=histograms,
         )

@@ -15,29 +15,17 @@ from __future__ import annotations
 import argparse
 import statistics
 
+import workloads
 from loadgen.cluster.placement import Placement
 from loadgen.cluster.sizing import cpus_here
 from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import execute
-from loadgen.spec import Workload, parse_model
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.testing.tansu import start_tansu
 
 
 def one_run(placement: Placement, rate: float, seconds: float) -> dict:
-    fields = {
-        "name": "default-processes",
-        "topics": 1,
-        "partitionsPerTopic": 16,
-        "messageSize": 1024,
-        "subscriptionsPerTopic": 1,
-        "consumerPerSubscription": 1,
-        "producersPerTopic": 1,
-        "producerRate": rate,
-        "testDurationMinutes": 1,
-        "warmupDurationMinutes": 0,
-    }
-    workload = parse_model(Workload, fields, file="bench")
+    workload = workloads.one_topic("default-processes", rate)
     broker = start_tansu()
     try:
         spec = DriverSpec(name="Kafka", kind="kafka", config=broker.driver_config)

@@ -18,10 +18,10 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+import workloads
 from loadgen.cluster.placement import Placement
 from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import execute
-from loadgen.spec import Workload, parse_model
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import measured_intervals, sent_per_second
 from loadgen.testing.process import LocalBroker
@@ -33,19 +33,7 @@ STARTERS: dict[str, Callable[[], LocalBroker]] = {"rabbitmq": start_rabbitmq, "k
 
 
 def one_run(spec: DriverSpec, rate: float, seconds: float, hogs: int) -> dict:
-    fields = {
-        "name": "host-busy",
-        "topics": 1,
-        "partitionsPerTopic": 16,
-        "messageSize": 1024,
-        "subscriptionsPerTopic": 1,
-        "consumerPerSubscription": 1,
-        "producersPerTopic": 1,
-        "producerRate": rate,
-        "testDurationMinutes": 1,
-        "warmupDurationMinutes": 0,
-    }
-    workload = parse_model(Workload, fields, file="bench")
+    workload = workloads.one_topic("host-busy", rate)
     options = RunOptions(duration_s=seconds, warmup_s=3, stats_interval_s=1)
     busy = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(hogs)]
     try:

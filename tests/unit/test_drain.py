@@ -3,11 +3,12 @@ earlier does not stand in for one still on its way."""
 
 import time
 
+from tests.unit.test_sizing import workload as sizing_workload
+
 from loadgen.listeners import Listeners
 from loadgen.outcome import RunOutcome
 from loadgen.request import RunOptions
 from loadgen.scenarios.tailing import _finish, _Measurement
-from loadgen.spec import Workload
 from loadgen.stats import IntervalStats
 
 SENT = 100
@@ -36,19 +37,7 @@ class LateLastMessage:
 
 
 def test_a_duplicate_received_earlier_does_not_end_the_drain_before_the_last_message():
-    workload = Workload.model_validate(
-        {
-            "name": "drain",
-            "topics": 1,
-            "partitionsPerTopic": 1,
-            "messageSize": 10,
-            "subscriptionsPerTopic": 1,
-            "consumerPerSubscription": 1,
-            "producersPerTopic": 1,
-            "producerRate": 100,
-            "testDurationMinutes": 1,
-        }
-    )
+    workload = sizing_workload(subscriptionsPerTopic=1)
     options = RunOptions(drain_timeout_s=5.0)
     worker = LateLastMessage()
     measurement = _Measurement(worker, workload, options, Listeners(()))

@@ -23,9 +23,10 @@ from collections.abc import Callable
 import pulsar
 
 from ab import cpu_seconds
-from drivers.pulsar.stamp import PREFIX_MARK, PREFIXED, STAMP_PROPERTY
+from drivers.pulsar.stamp import STAMP_PROPERTY
 from loadgen.cpus import pin, usable_cpus
 from loadgen.driver import STAMP
+from loadgen.stamp_prefix import PREFIX_MARK, PREFIXED
 from pulsar_producer_vs_bare import bare_producer
 
 MessageBuilder = pulsar._pulsar.MessageBuilder

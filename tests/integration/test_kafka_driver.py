@@ -5,12 +5,13 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from drivers.kafka import Driver
 from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec
 from loadgen.errors import BrokerUnreachable
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stamp_prefix import PREFIX_MARK, PREFIXED
 
 pytestmark = pytest.mark.integration
 
@@ -115,6 +116,65 @@ def test_each_message_comes_back_with_its_id_intended_time_and_partition(driver,
     assert len(set().union(*partitions_of_key.values())) > 1  # keys spread over partitions
 
 
+def read_back(driver, topic, count):
+    """``count`` messages of ``topic`` as a plain client reads them: payload and headers."""
+    raw = Consumer(
+        {
+            "bootstrap.servers": driver.config.bootstrap_servers,
+            "group.id": f"raw-{uuid.uuid4().hex[:6]}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    raw.subscribe([topic])
+    messages = []
+    deadline = time.monotonic() + 30
+    while len(messages) < count and time.monotonic() < deadline:
+        messages += [m for m in raw.consume(count, 0.5) if m.error() is None]
+    raw.close()
+    return messages
+
+
+def test_a_payload_of_32_bytes_or_more_carries_the_stamp_in_its_first_32_and_keeps_its_size(
+    driver, topic
+):
+    producer = driver.create_producer(topic)
+    payload = bytes(range(256)) * 4
+    before = time.time_ns()
+    for index in range(3):
+        producer.send(None, payload, lambda *_: None, index, 1000 * index)
+    producer.send(None, payload[: PREFIXED.size], lambda *_: None, 3, 3000)
+    assert producer.flush(30) == 0
+    messages = read_back(driver, topic, 4)
+    assert all(m.headers() is None for m in messages)
+    long = [m.value() for m in messages if len(m.value()) == len(payload)]
+    assert len(long) == 3
+    assert all(data[PREFIXED.size :] == payload[PREFIXED.size :] for data in long)
+    prefixes = sorted(PREFIXED.unpack_from(m.value()) for m in messages)
+    assert {mark for mark, *_ in prefixes} == {PREFIX_MARK}
+    assert all(before <= sent <= time.time_ns() for _, sent, _, _ in prefixes)
+    assert sorted((i, intended) for _, _, i, intended in prefixes) == [
+        (0, 0),
+        (1, 1000),
+        (2, 2000),
+        (3, 3000),
+    ]
+
+
+def test_a_shorter_payload_carries_the_stamp_in_one_header_and_is_left_as_it_is(driver, topic):
+    producer = driver.create_producer(topic)
+    short = PREFIX_MARK + bytes(PREFIXED.size - len(PREFIX_MARK) - 1)  # a mark, a byte short
+    before = time.time_ns()
+    producer.send(None, short, lambda *_: None, 5, 77)
+    assert producer.flush(30) == 0
+    (message,) = read_back(driver, topic, 1)
+    assert message.value() == short
+    [(name, stamp)] = message.headers()
+    assert name == "lg-stamp"
+    sent, message_id, intended = STAMP.unpack(stamp)
+    assert before <= sent <= time.time_ns()
+    assert (message_id, intended) == (5, 77)
+
+
 def test_messages_without_a_well_formed_stamp_are_skipped_and_counted(driver, topic):
     inbox = Inbox()
     consumer = driver.create_consumer(topic, "sub-foreign", inbox)
@@ -125,15 +185,18 @@ def test_messages_without_a_well_formed_stamp_are_skipped_and_counted(driver, to
         raw.produce(topic, b"foreign")
         raw.produce(topic, b"malformed", headers=[("lg-stamp", b"short")])
         raw.produce(topic, b"null", headers=[("lg-stamp", None)])
+        raw.produce(topic, PREFIX_MARK + b"too short for a stamp")
         raw.produce(topic, b"ours", headers=[("lg-stamp", STAMP.pack(sent_ns, 7, sent_ns))])
+        prefixed = PREFIXED.pack(PREFIX_MARK, sent_ns, 8, sent_ns - 5) + b"ours too"
+        raw.produce(topic, prefixed)
         assert raw.flush(30) == 0
-        wait_for(lambda: len(inbox) == 1 and consumer.foreign.count == 4, timeout=30)
+        wait_for(lambda: len(inbox) == 2 and consumer.foreign.count == 5, timeout=30)
         time.sleep(0.3)  # nothing else may arrive: absence needs a wait
     finally:
         consumer.close()
-    assert inbox.items == [(b"ours", sent_ns)]
-    assert inbox.stamps[0][1:3] == (7, sent_ns)
-    assert consumer.foreign.count == 4
+    assert sorted(inbox.items) == sorted([(b"ours", sent_ns), (prefixed, sent_ns)])
+    assert sorted(stamp[1:3] for stamp in inbox.stamps) == [(7, sent_ns), (8, sent_ns - 5)]
+    assert consumer.foreign.count == 5
 
 
 def test_assigned_consumers_skip_the_group_and_each_read_every_partition(kafka_spec, topic):

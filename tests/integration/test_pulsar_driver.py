@@ -23,10 +23,11 @@ import pulsar
 import pytest
 
 from drivers.pulsar.consumer import partition_of
-from drivers.pulsar.stamp import PREFIX_MARK, PREFIXED, STAMP_PROPERTY
+from drivers.pulsar.stamp import STAMP_PROPERTY
 from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec, open_driver
 from loadgen.errors import BrokerUnreachable
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stamp_prefix import PREFIX_MARK, PREFIXED
 from loadgen.testing.process import free_port
 from loadgen.testing.pulsar import start_pulsar_lite
 

@@ -4,8 +4,9 @@ from base64 import b64encode
 
 import pytest
 
-from drivers.pulsar.stamp import PREFIX_MARK, PREFIXED, STAMP_PROPERTY, read_stamp
+from drivers.pulsar.stamp import STAMP_PROPERTY, read_stamp
 from loadgen.driver import STAMP
+from loadgen.stamp_prefix import PREFIX_MARK, PREFIXED
 
 SENT, ID, INTENDED = 1_763_900_000_123_456_789, (7 << 40) + 12, 1_763_900_000_123_000_000
 

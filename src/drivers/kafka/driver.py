@@ -2,11 +2,12 @@
 
 * One ``Producer`` per loadgen producer, one ``Consumer`` (group id = subscription) per loadgen
   consumer, each consumer on a thread it owns; topics through ``AdminClient`` in batches of 500.
-* Send time, message id and intended send time: one header ``lg-stamp``, 24 bytes, three
-  big-endian signed int64 (the producer's wall clock at send in epoch ns, the engine's message
-  id, the intended send time in epoch ns): one header is cheaper than three for librdkafka and
-  for Python. Messages without a well-formed ``lg-stamp`` header first are not loadgen's and
-  are skipped (counted, logged once). The partition is ``message.partition()``.
+* Send time, message id and intended send time (the producer's wall clock at send in epoch
+  ns, the engine's message id, the intended send time in epoch ns): in the payload's first 32
+  bytes (:mod:`loadgen.stamp_prefix`), ~6 % less CPU per message than a header; a payload
+  shorter than that carries them in one header ``lg-stamp``, 24 bytes, three big-endian signed
+  int64. Messages with neither are not loadgen's and are skipped (counted, logged once). The
+  partition is ``message.partition()``.
 * The engine's ``on_done(error, *ignored)`` goes to librdkafka as ``on_delivery`` unchanged: no
   wrapper per message. Delivery reports run inside ``poll()``/``flush()``, on the producer
   loop's thread.
@@ -27,6 +28,7 @@ import logging
 import struct
 import threading
 import time
+from collections.abc import Callable
 from time import time_ns
 
 from confluent_kafka import (
@@ -46,6 +48,7 @@ from loadgen.errors import BrokerUnreachable, DriverError
 from loadgen.log_repeats import RepeatFilter
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stamp_prefix import PREFIX_BYTES, Prefixer, Stamp, read_prefix
 
 log = logging.getLogger("loadgen.kafka")
 client_log = logging.getLogger("loadgen.kafka.librdkafka")
@@ -54,7 +57,7 @@ reconnecting client's repeats are collapsed (:mod:`loadgen.log_repeats`)."""
 client_log.addFilter(RepeatFilter())
 
 STAMP_HEADER = "lg-stamp"
-"""Carries :data:`loadgen.driver.STAMP`, 24 bytes."""
+"""Carries :data:`loadgen.driver.STAMP`, 24 bytes, for a payload too short for the prefix."""
 CREATE_BATCH = 500
 ADMIN_TIMEOUT_S = 30.0
 SLICE_S = 0.5
@@ -85,8 +88,13 @@ pack_stamp = STAMP.pack
 unpack_stamp = STAMP.unpack
 
 
-def _stamp(headers: list[tuple[str, bytes]] | None) -> tuple[int, int, int]:
-    """The stamp in the first header (the only one loadgen sends); ``ValueError`` if none."""
+def _stamp(data: bytes | None, headers_of: Callable[[], list | None]) -> Stamp:
+    """The stamp in the payload's prefix, else in the first header (the only one loadgen sends);
+    ``ValueError`` if neither. ``headers_of`` is called only for a payload without the prefix."""
+    stamp = read_prefix(data) if data else None
+    if stamp is not None:
+        return stamp
+    headers = headers_of()
     if not headers or headers[0][0] != STAMP_HEADER:
         raise ValueError("no loadgen header")
     try:
@@ -100,18 +108,28 @@ class KafkaProducer:
         self._topic = topic
         self._producer = Producer(conf, logger=client_log)
         self._produce = self._producer.produce
+        self._stamped = Prefixer().stamped
 
     def send(
         self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
     ) -> None:
-        headers = [(STAMP_HEADER, pack_stamp(time_ns(), message_id, intended_ns))]
+        if len(payload) >= PREFIX_BYTES:
+            value = self._stamped(payload, time_ns(), message_id, intended_ns)
+            headers = None
+        else:
+            value = payload
+            headers = [(STAMP_HEADER, pack_stamp(time_ns(), message_id, intended_ns))]
         try:
-            self._produce(self._topic, payload, key, on_delivery=on_done, headers=headers)
+            self._produce(self._topic, value, key, on_delivery=on_done, headers=headers)
         except BufferError:
-            self._send_when_room(key, payload, on_done, headers)
+            self._send_when_room(key, value, on_done, headers)
 
     def _send_when_room(
-        self, key: bytes | None, payload: bytes, on_done: OnDone, headers: list[tuple[str, bytes]]
+        self,
+        key: bytes | None,
+        payload: bytes,
+        on_done: OnDone,
+        headers: list[tuple[str, bytes]] | None,
     ) -> None:
         deadline = time.monotonic() + FULL_QUEUE_TIMEOUT_S
         while True:
@@ -204,7 +222,9 @@ class KafkaConsumer:
         self._paused = False
         self._switches = threading.Condition()
         self._requested = self._applied = 0
-        self.foreign = ForeignMessages(log, f"a well-formed {STAMP_HEADER} header")
+        self.foreign = ForeignMessages(
+            log, f"loadgen's payload prefix or a well-formed {STAMP_HEADER} header"
+        )
         self.errors = 0
         self._thread = threading.Thread(
             target=self._run, name=f"kafka-consumer-{topic}", daemon=True
@@ -249,13 +269,14 @@ class KafkaConsumer:
                 if message.error() is not None:
                     self._on_error(message.error())
                     continue
+                data = message.value()
                 try:
-                    sent_ns, message_id, intended_ns = _stamp(message.headers())
+                    sent_ns, message_id, intended_ns = _stamp(data, message.headers)
                 except ValueError:
                     self.foreign()
                     continue
                 partition = message.partition()
-                on_message(message.value(), sent_ns, message_id, intended_ns, partition)
+                on_message(data, sent_ns, message_id, intended_ns, partition)
                 self._read_to[partition] = message.offset() + 1
                 delivered = True
             if delivered and not self._auto_commit:

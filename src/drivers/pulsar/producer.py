@@ -19,9 +19,10 @@ from functools import partial
 from time import time_ns
 
 from drivers.pulsar.client import pulsar
-from drivers.pulsar.stamp import PREFIX_MARK, PREFIXED, STAMP_PROPERTY
+from drivers.pulsar.stamp import STAMP_PROPERTY
 from loadgen.driver import STAMP, CallbackAcks, OnDone
 from loadgen.errors import DriverError
+from loadgen.stamp_prefix import PREFIX_BYTES, Prefixer
 
 log = logging.getLogger("loadgen.pulsar")
 
@@ -30,8 +31,6 @@ OK = pulsar.Result.Ok.value
 """Compared by ``.value``: ``==`` on the client's enum costs 0.6 µs, on the I/O thread, per ack."""
 MessageBuilder = pulsar._pulsar.MessageBuilder
 pack_stamp = STAMP.pack
-pack_prefixed = PREFIXED.pack
-PREFIX_BYTES = PREFIXED.size
 
 
 class SendFailed(DriverError):
@@ -44,6 +43,7 @@ class PulsarProducer(CallbackAcks):
         super().__init__()
         self._producer = producer
         self._send_async = producer._producer.send_async  # the native one, see the module doc
+        self._stamped = Prefixer().stamped
         self._on_sent = self._complete  # bound once: a bound method per message is one more
         # object for the garbage collector to walk while the message is in flight
 
@@ -52,8 +52,9 @@ class PulsarProducer(CallbackAcks):
     ) -> None:
         self.sent += 1
         if len(payload) >= PREFIX_BYTES:
-            stamped = pack_prefixed(PREFIX_MARK, time_ns(), message_id, intended_ns)
-            message = MessageBuilder().content(stamped + payload[PREFIX_BYTES:])
+            message = MessageBuilder().content(
+                self._stamped(payload, time_ns(), message_id, intended_ns)
+            )
         else:
             message = MessageBuilder().content(payload)
             stamp = b2a_base64(pack_stamp(time_ns(), message_id, intended_ns), newline=False)

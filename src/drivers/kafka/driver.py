@@ -84,6 +84,10 @@ IDLE_WAIT_S = 0.1
 """How long an idle consumer blocks for the next message (also how fast close/pause react)."""
 
 
+UNASSIGNED = -1
+"""librdkafka's ``RD_KAFKA_PARTITION_UA``: the partitioner chooses. Passed because ``produce``
+with positional arguments only skips matching keyword names per call (~7 % of the producer
+thread's CPU, bench/RESULTS.md)."""
 pack_stamp = STAMP.pack
 unpack_stamp = STAMP.unpack
 
@@ -113,14 +117,15 @@ class KafkaProducer:
     def send(
         self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
     ) -> None:
-        if len(payload) >= PREFIX_BYTES:
-            value = self._stamped(payload, time_ns(), message_id, intended_ns)
-            headers = None
-        else:
-            value = payload
-            headers = [(STAMP_HEADER, pack_stamp(time_ns(), message_id, intended_ns))]
+        headers = None
         try:
-            self._produce(self._topic, value, key, on_delivery=on_done, headers=headers)
+            if len(payload) >= PREFIX_BYTES:
+                value = self._stamped(payload, time_ns(), message_id, intended_ns)
+                self._produce(self._topic, value, key, UNASSIGNED, on_done)
+            else:
+                value = payload
+                headers = [(STAMP_HEADER, pack_stamp(time_ns(), message_id, intended_ns))]
+                self._produce(self._topic, value, key, on_delivery=on_done, headers=headers)
         except BufferError:
             self._send_when_room(key, value, on_done, headers)
 

@@ -27,6 +27,7 @@ from loadgen.errors import ConfigError, WorkerError, WorkerLost
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.spill import Spill
 from loadgen.stats import IntervalStats, merge_all
+from loadgen.thread_names import name_threads_for_the_os
 from loadgen.worker.local import MIN_RATE, Progress, Totals, await_probes
 from loadgen.worker.plan import Subscription
 
@@ -334,6 +335,7 @@ class Ensemble:
             return client.request("POST", "/load/start", body.model_dump())
 
         self._each(start, self._with(lambda a: a.rate_share > 0))
+        name_threads_for_the_os()  # the coordinator's own: journal writer, control plane
 
     def adjust_rate(self, rate: float, *, keep_lag: bool) -> None:
         """The new total rate, split as :meth:`start_load` split the first one."""

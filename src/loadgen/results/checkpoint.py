@@ -25,6 +25,7 @@ from loadgen.heap import release_free_memory
 from loadgen.results.destination import Destination
 from loadgen.results.journal import JournalWriter
 from loadgen.stats import IntervalStats
+from loadgen.thread_names import name_this_thread
 
 log = logging.getLogger("loadgen.results")
 
@@ -71,6 +72,7 @@ class Checkpoint:
 
     def _write_until_stopped(self) -> None:
         """The writer thread: each wake-up writes every interval not written yet, in one go."""
+        name_this_thread()
         stopping = False
         trimmed = time.monotonic()
         while not stopping:

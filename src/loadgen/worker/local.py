@@ -47,6 +47,7 @@ from loadgen.stats import (
     PUBLISH_FROM_INTENDED,
     IntervalStats,
 )
+from loadgen.thread_names import name_threads_for_the_os
 from loadgen.worker.consumer_delay import delayed
 from loadgen.worker.names import topic_names
 from loadgen.worker.plan import Subscription
@@ -270,6 +271,7 @@ class LocalWorker:
             max_in_flight,
         )
         self._loop.start()
+        name_threads_for_the_os()  # the loop, the consumers and the clients' Python threads
 
     def adjust_rate(self, rate: float, *, keep_lag: bool) -> None:
         """Send at ``rate`` from now on; below 1 msg/s it is 1 msg/s (OMB's floor)."""

@@ -1,0 +1,49 @@
+"""Python threads named at the OS level, where ``top -H`` and /proc show them."""
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from loadgen.thread_names import name_this_thread, name_threads_for_the_os, os_name
+
+
+def os_name_of(thread: threading.Thread) -> str:
+    return Path(f"/proc/self/task/{thread.native_id}/comm").read_text().strip()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="no /proc/<pid>/task here")
+def test_every_thread_but_the_main_one_gets_its_python_name_cut_to_15_bytes():
+    release = threading.Event()
+    threads = [
+        threading.Thread(target=release.wait, name=name, daemon=True)
+        for name in ("producer-loop", "kafka-consumer-topic-0000001")
+    ]
+    for thread in threads:
+        thread.start()
+    main_before = os_name_of(threading.main_thread())
+    try:
+        name_threads_for_the_os()
+        assert [os_name_of(t) for t in threads] == ["producer-loop", "kafka-consumer-"]
+        assert os_name_of(threading.main_thread()) == main_before
+    finally:
+        release.set()
+
+
+def test_a_name_is_cut_on_a_character_not_inside_one():
+    assert os_name("consumer-é-1234567") == "consumer-é-123".encode()  # é is two bytes
+    assert os_name("consumer-abcdeé") == b"consumer-abcde"  # é would take bytes 15-16
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="no /proc/<pid>/task here")
+def test_a_thread_started_later_names_itself():
+    seen = []
+
+    def body():
+        name_this_thread()
+        seen.append(os_name_of(threading.current_thread()))
+
+    thread = threading.Thread(target=body, name="loadgen-journal")
+    thread.start()
+    thread.join()
+    assert seen == ["loadgen-journal"]

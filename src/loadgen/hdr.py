@@ -48,6 +48,7 @@ WORD_SIZE = 8
 """Bytes per count in an hdrh histogram's counts array (int64), as the encoder reads it."""
 PACK_HEADER = "<Icc"
 """:func:`pack`'s header: bucket count, and the type codes of the steps and of the counts."""
+FLOAT64_MANTISSA_BITS = 52
 SPARSE_BELOW = 8
 """An interval with fewer values than 1/8 of the counts array is binned by sorting (2000
 end-to-end values: 0.1 ms instead of 12 ms), a bigger one with ``bincount``."""
@@ -65,13 +66,20 @@ class Layout:
     counts_len: int
 
     def counts_index(self, values: np.ndarray) -> np.ndarray:
-        """HdrHistogram's ``countsArrayIndex`` for every value (all >= 0)."""
-        masked = (values | self.sub_bucket_mask).astype(np.float64)
-        bit_length = np.frexp(masked)[1].astype(np.int64)  # exact below 2**53
-        bucket = bit_length - self.unit_magnitude - (self.sub_bucket_half_count_magnitude + 1)
-        sub_bucket = values >> (bucket + self.unit_magnitude)
-        base = (bucket + 1) << self.sub_bucket_half_count_magnitude
-        return base + sub_bucket - self.sub_bucket_half_count
+        """HdrHistogram's ``countsArrayIndex`` for every value (all >= 0).
+
+        The bit length of ``value | sub_bucket_mask`` is read off its float64 exponent (exact
+        below 2**53), and the steps run in place on one array: 1.8x faster than ``frexp`` and
+        a temporary per step, the biggest part of binning an interval (bench/RESULTS.md)."""
+        shift = (values | self.sub_bucket_mask).astype(np.float64).view(np.int64)
+        shift >>= FLOAT64_MANTISSA_BITS  # biased exponent: bit length + 1022
+        shift -= 1022 + self.sub_bucket_half_count_magnitude + 1  # bucket + unit magnitude
+        index = values >> shift  # the sub-bucket
+        shift -= self.unit_magnitude - 1  # bucket + 1
+        shift <<= self.sub_bucket_half_count_magnitude  # the bucket's base index
+        index += shift
+        index -= self.sub_bucket_half_count
+        return index
 
     def lowest_value(self, index: np.ndarray) -> np.ndarray:
         """``valueFromIndex``: the lowest value that lands in each counts index."""

@@ -5,7 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from drivers.memory import Driver
+from loadgen.spec.driver_spec import DriverSpec
 from loadgen.thread_names import name_this_thread, name_threads_for_the_os, os_name
+from loadgen.worker.local import LocalWorker
 
 
 def os_name_of(thread: threading.Thread) -> str:
@@ -47,3 +50,18 @@ def test_a_thread_started_later_names_itself():
     thread.start()
     thread.join()
     assert seen == ["loadgen-journal"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="no /proc/<pid>/task here")
+def test_a_worker_names_its_producer_loop_and_consumers_when_the_load_starts():
+    worker = LocalWorker(Driver.from_config(DriverSpec(name="mem", kind="memory")))
+    [topic] = worker.create_topics(1, 1)
+    worker.create_consumers([(topic, "sub")])
+    worker.create_producers([topic])
+    worker.start_load(100, [bytes(64)], "NO_KEY")
+    try:
+        named = {os_name_of(t) for t in threading.enumerate() if t is not threading.main_thread()}
+    finally:
+        worker.stop_load(5)
+        worker.close(delete_topics=True)
+    assert {"producer-loop", "memory-consumer"} <= named

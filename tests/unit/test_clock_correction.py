@@ -79,14 +79,25 @@ def test_a_snapshot_corrects_known_producers_and_keeps_the_uncorrected_latencies
     assert END_TO_END_UNCORRECTED in recorded_metrics([stats])
 
 
+class Replay:
+    """A consumer recorder whose next take is one already taken."""
+
+    def __init__(self, sample):
+        self.sample = sample
+
+    def take(self):
+        return self.sample
+
+
 def test_corrected_and_uncorrected_differ_by_exactly_the_shift():
     # this worker 250 ms ahead of the coordinator, the producer's 220 ms: its stamps are 30 ms
     # behind this clock, so every latency of producer 0 reads 30 ms too high
     shift = 30 * MS
     table = ClockTable(250 * MS, [(0, 1, 220 * MS)])
     worker = _worker_with_deliveries(table, producer_lead_ns=-shift)
-    recorder = worker._consumer_recorders[0]
-    raw = np.frombuffer(recorder.deliveries, dtype=np.int64).reshape(-1, 4)[:, 0].copy()
+    sample = worker._consumer_recorders[0].take()
+    worker._consumer_recorders[0] = Replay(sample)  # the snapshot takes what was read here
+    raw = np.frombuffer(sample.deliveries, dtype=np.int64).reshape(-1, 4)[:, 0].copy()
     stats = worker.snapshot(0, 1000, warmup=False)
     worker.close(delete_topics=True)
     # producer 0's three are shifted; the fourth delivery's producer is unknown: as measured

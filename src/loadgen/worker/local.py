@@ -297,7 +297,7 @@ class LocalWorker:
 
     # -- measurement --------------------------------------------------------------------------
     def sent_so_far(self) -> int:
-        return self.totals.sent + len(self._producer_recorder.publish)
+        return self.totals.sent + self._producer_recorder.acked_count
 
     def received_so_far(self) -> int:
         return self.totals.received + sum(r.received for r in self._consumer_recorders)

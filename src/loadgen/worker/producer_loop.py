@@ -8,10 +8,11 @@ are timed on arrival (a plain sleep would time them when the loop wakes up, up t
 later). With several producers the blocking poll rotates over them; the others are polled
 without blocking at least every millisecond.
 
-Per message it does only: read the clock, append the publish delay, pick key and payload by
-index, derive the message id (the producer's id base plus its sequence, both from the index of
-the round robin), bind the delivery callback, call ``send`` with the intended time moved to the
-wall clock by one offset taken at loop start. Everything else is hoisted out of the loop.
+Per message it does only: read the clock, pick key and payload by index, derive the message id
+(the producer's id base plus its sequence, both from the index of the round robin), bind the
+acknowledgement (:meth:`~loadgen.recorder.PythonProducerRecorder.bind`, which also records the
+publish delay), call ``send`` with the intended time moved to the wall clock by one offset taken
+at loop start. Everything else is hoisted out of the loop.
 
 With ``max_in_flight`` (the workload's ``producerMaxInFlight``) each producer has at most that
 many messages sent and not yet acknowledged; 1 is synchronous publishing (send, wait for the
@@ -22,8 +23,9 @@ event the ack sets for clients that acknowledge on a thread of their own
 (:class:`~loadgen.driver.CallbackAcks`: Pulsar, Pravega). The schedule stays absolute, so the
 time a message waits for its slot shows up as publish delay and in the from-intended latencies.
 
-While it runs, the collector is set for it (:func:`collector_set_for_load`): each message
-allocates a callback or two that live until acknowledged. A burst of them crossed the young
+While it runs, the collector is set for it (:func:`collector_set_for_load`): with the
+pure-Python recorder each message allocates a callback or two that live until acknowledged (the
+C recorder's acknowledgements are not tracked by the collector). A burst of them crossed the young
 generation's default threshold (700) every time, and the in-flight callbacks, promoted on and
 on, were walked again by every older collection: 4.5 % of the process's time on the Pulsar path
 (bench/RESULTS.md). The heap built before the loop is frozen too, so a full collection does not
@@ -43,7 +45,7 @@ from loadgen.accounting import SEQ_BITS
 from loadgen.driver import CallbackAcks, Producer
 from loadgen.keys import KeySource
 from loadgen.rate import Schedule
-from loadgen.recorder import ProducerRecorder
+from loadgen.recorder import Ack, CompiledProducerRecorder, PythonProducerRecorder
 
 BURST = 512
 """Messages sent between two checks of the stop flag and two rounds of client polling."""
@@ -91,7 +93,7 @@ class ProducerLoop:
         payloads: Sequence[bytes],
         keys: KeySource | None,
         rate: float,
-        recorder: ProducerRecorder,
+        recorder: PythonProducerRecorder | CompiledProducerRecorder,
         id_bases: Sequence[int],
         max_in_flight: int | None = None,
     ) -> None:
@@ -140,9 +142,8 @@ class ProducerLoop:
         polls = [p.poll for p in self._producers]
         payloads, keys = self._payloads, self._keys
         n_sends, n_payloads = len(sends), len(payloads)
-        recorder = self._recorder
         window = self._window
-        on_done = recorder.on_done if window is None else window.counting(recorder.on_done)
+        bind = self._recorder.bind if window is None else window.binding(self._recorder.bind)
         bases = self._id_bases
         schedule = Schedule(perf_counter_ns(), self._rate)
         start, interval = schedule.start_ns, schedule.interval_ns
@@ -177,15 +178,13 @@ class ProducerLoop:
             for index in range(sent, end):
                 intended = start + int(index * interval)
                 now = perf_counter_ns()
-                delay = now - intended
-                recorder.publish_delay.append(delay)
                 key = keys(now) if keys is not None else None
                 producer = index % n_sends
                 message_id = bases[producer] + index // n_sends
                 sends[producer](
                     key,
                     payloads[index % n_payloads],
-                    partial(on_done, message_id, intended, now),
+                    bind(message_id, intended, now),
                     message_id,
                     intended + to_wall,
                 )
@@ -199,7 +198,7 @@ class Window:
     """Per producer, how many messages are in flight, and the wait for one to be acknowledged.
 
     ``sent`` per producer follows from the loop's round robin; ``done`` is counted by the
-    delivery callback, under a lock because some clients call it from their own thread (and a
+    acknowledgement, under a lock because some clients call it from their own thread (and a
     send that fails at once calls it from the loop's).
     """
 
@@ -213,17 +212,20 @@ class Window:
         self._lock = threading.Lock()
         self._acked = threading.Event()
 
-    def counting(self, on_done: Callable[..., None]) -> Callable[..., None]:
-        """``on_done`` that also frees a slot of the message's producer."""
+    def binding(self, bind: Callable[[int, int, int], Ack]) -> Callable[[int, int, int], Ack]:
+        """``bind`` whose acknowledgements also free a slot of the message's producer."""
         index, done, lock, acked = self._index, self._done, self._lock, self._acked
 
-        def counted(message_id: int, intended: int, sent: int, *result: object) -> None:
-            on_done(message_id, intended, sent, *result)
+        def counted(ack: Ack, message_id: int, *result: object) -> None:
+            ack(*result)
             with lock:
                 done[index[message_id >> SEQ_BITS]] += 1
             acked.set()
 
-        return counted
+        def bound(message_id: int, intended: int, sent: int) -> Ack:
+            return partial(counted, bind(message_id, intended, sent), message_id)
+
+        return bound
 
     def in_flight(self, producer: int, sent: int) -> int:
         """Messages of ``producer`` sent (of the first ``sent`` of the loop) and not yet done."""

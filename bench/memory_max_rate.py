@@ -4,7 +4,8 @@ Usage: python bench/memory_max_rate.py [--seconds 10] [--rounds 3] [--size 1024]
 
 Runs the real worker path (producer loop, per-message callbacks, raw-value recorders, binning
 into HdrHistograms every second) unthrottled against the in-process broker, once producer-only
-and once with one consumer, each in a fresh subprocess. Prints msg/s and CPU µs per message.
+and once with one consumer, each in a fresh subprocess, measured after a 1-s warm-up. Prints
+msg/s and CPU µs per message. ``LOADGEN_PURE_PYTHON=1`` measures the pure-Python recorders.
 
 ``--vs-run`` then compares, producer-only, loadgen's loop with the whole ``loadgen run`` process
 tree as the Kafka, Pulsar and RabbitMQ scripts do (:mod:`ab`: sides ``loadgen`` and ``run``,
@@ -28,6 +29,7 @@ from loadgen.worker.local import LocalWorker
 from loadgen.worker.plan import consumer_subscriptions
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
+WARMUP_S = 1.0
 PARTITIONS = 16
 
 
@@ -43,13 +45,17 @@ def vs_run(args: argparse.Namespace) -> None:
 
 
 def measure(seconds: float, size: int, consumers: int) -> dict:
+    """Rates and CPU over ``seconds`` after a first interval of warm-up (the loop, the
+    consumer's first batches and the first snapshot start up in it, as in a run's warm-up)."""
     worker = LocalWorker(open_driver(MEMORY))
     topics = worker.create_topics(1, PARTITIONS)
     worker.create_consumers(consumer_subscriptions(topics, consumers, 1))
     worker.create_producers(topics)
+    worker.start_load(10_000_000, [bytes(size)], "NO_KEY")
+    time.sleep(WARMUP_S)
+    worker.snapshot(0, 0, warmup=True)
     usage0 = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
-    worker.start_load(10_000_000, [bytes(size)], "NO_KEY")
     sent = received = 0
     binning = 0.0
     while (elapsed := time.perf_counter() - start) < seconds:

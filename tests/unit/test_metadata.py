@@ -38,6 +38,7 @@ def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):
     from importlib.metadata import version
 
     import loadgen
+    from loadgen import recorder
 
     result = loadgen.run(
         {
@@ -59,6 +60,8 @@ def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):
     assert run["cpuCount"] == os.cpu_count()
     assert run["cpuAffinity"] == sorted(os.sched_getaffinity(0))
     assert run["loadgenVersion"] == loadgen.__version__
+    compiled = recorder.ProducerRecorder is recorder.CompiledProducerRecorder
+    assert run["recorderEngine"] == ("c" if compiled else "python")
 
 
 def test_properties_lines_with_a_colon_and_in_memory_keys_are_redacted():

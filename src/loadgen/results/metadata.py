@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import loadgen
+from loadgen import recorder
 from loadgen.cpus import available_cpus
 from loadgen.driver import load_driver_class
 from loadgen.outcome import RunOutcome
@@ -58,6 +59,7 @@ def configuration(workload: Workload, spec: DriverSpec) -> dict[str, Any]:
     return {
         "loadgenVersion": loadgen.__version__,
         "pythonVersion": platform.python_version(),
+        "recorderEngine": recorder.ENGINE,
         "clientVersions": client_versions(spec),
         "host": socket.gethostname(),
         "cpuCount": os.cpu_count(),

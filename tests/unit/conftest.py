@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from loadgen import hdr
+from loadgen import recorder as recorders
 from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
 
 JAR = Path("/usr/share/java/hdrhistogram.jar")
@@ -102,3 +103,26 @@ def make_interval():
         )
 
     return make
+
+
+def _engines(python: type, compiled: type) -> list[type]:
+    """The recorder classes of each engine this install has (C only where it was built)."""
+    return [python, compiled] if recorders._hotpath is not None else [python]
+
+
+@pytest.fixture(
+    params=_engines(recorders.PythonProducerRecorder, recorders.CompiledProducerRecorder),
+    ids=lambda kind: kind.__name__,
+)
+def producer_recorder(request) -> type:
+    """A producer recorder class, once per engine."""
+    return request.param
+
+
+@pytest.fixture(
+    params=_engines(recorders.PythonConsumerRecorder, recorders.CompiledConsumerRecorder),
+    ids=lambda kind: kind.__name__,
+)
+def consumer_recorder(request) -> type:
+    """A consumer recorder class, once per engine."""
+    return request.param

@@ -10,10 +10,10 @@ from loadgen.spec.driver_spec import DriverSpec
 from loadgen.worker.producer_loop import YOUNG_GENERATION, ProducerLoop, collector_set_for_load
 
 
-def run_loop(rate, seconds, keys=None, producers=2):
+def run_loop(recorder_class, rate, seconds, keys=None, producers=2):
     driver = Driver.from_config(DriverSpec(name="mem", kind="memory"))
     driver.create_topics([TopicSpec("t", 2)])
-    recorder = ProducerRecorder()
+    recorder = recorder_class()
     loop = ProducerLoop(
         [driver.create_producer("t") for _ in range(producers)],
         [b"a" * 10, b"b" * 10],
@@ -29,27 +29,27 @@ def run_loop(rate, seconds, keys=None, producers=2):
     return recorder.take()
 
 
-def test_loop_sends_at_the_target_rate():
-    sample = run_loop(rate=2000, seconds=1.0)
+def test_loop_sends_at_the_target_rate(producer_recorder):
+    sample = run_loop(producer_recorder, rate=2000, seconds=1.0)
     assert 1900 <= len(sample.publish) <= 2100
     assert len(sample.publish_delay) == len(sample.publish)
 
 
-def test_loop_records_delay_from_the_intended_time_not_from_the_previous_send():
-    sample = run_loop(rate=2000, seconds=0.5)
+def test_loop_records_delay_from_the_intended_time_not_from_the_previous_send(producer_recorder):
+    sample = run_loop(producer_recorder, rate=2000, seconds=0.5)
     # sleeps are coarse, so some messages go late, but never before their intended time
     assert min(sample.publish_delay) >= 0
     assert max(sample.publish_delay) < 50_000_000
 
 
-def test_key_source_sees_the_send_time():
+def test_key_source_sees_the_send_time(producer_recorder):
     seen = []
 
     def keys(now_ns):
         seen.append(now_ns)
         return b"k"
 
-    sample = run_loop(rate=500, seconds=0.3, keys=keys)
+    sample = run_loop(producer_recorder, rate=500, seconds=0.3, keys=keys)
     assert len(seen) == len(sample.publish) > 0
 
 
@@ -86,9 +86,9 @@ class LateAcks:
         pass
 
 
-def test_the_loop_waits_inside_poll_so_acks_are_timed_when_they_arrive():
+def test_the_loop_waits_inside_poll_so_acks_are_timed_when_they_arrive(producer_recorder):
     producer = LateAcks()
-    recorder = ProducerRecorder()
+    recorder = producer_recorder()
     loop = ProducerLoop([producer], [b"x"], None, 200, recorder, [0])  # one send every 5 ms
     loop.start()
     time.sleep(0.5)

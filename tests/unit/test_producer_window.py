@@ -13,7 +13,6 @@ from tests.unit.test_producer_loop import LateAcks
 import loadgen
 from loadgen.driver import CallbackAcks
 from loadgen.errors import ConfigError
-from loadgen.recorder import ProducerRecorder
 from loadgen.worker import producer_loop
 from loadgen.worker.producer_loop import ProducerLoop
 
@@ -74,8 +73,8 @@ class ThreadAcks(CallbackAcks):
         pass
 
 
-def run_windowed(producers, window, rate=100_000, seconds=0.5):
-    recorder = ProducerRecorder()
+def run_windowed(producers, window, recorder_class, rate=100_000, seconds=0.5):
+    recorder = recorder_class()
     bases = [i << 40 for i in range(len(producers))]
     loop = ProducerLoop(producers, [b"x"], None, rate, recorder, bases, max_in_flight=window)
     loop.start()
@@ -88,9 +87,9 @@ def run_windowed(producers, window, rate=100_000, seconds=0.5):
 
 
 @pytest.mark.parametrize("window", [1, 3])
-def test_acks_delivered_in_poll_keep_each_producer_within_its_window(window):
+def test_acks_delivered_in_poll_keep_each_producer_within_its_window(window, producer_recorder):
     producers = [PolledAcks(), PolledAcks()]
-    sample = run_windowed(producers, window)
+    sample = run_windowed(producers, window, producer_recorder)
     for producer in producers:
         assert producer.count.peak == window  # reached, never passed
         assert producer.count.sent > 100
@@ -100,26 +99,28 @@ def test_acks_delivered_in_poll_keep_each_producer_within_its_window(window):
 
 
 @pytest.mark.parametrize("window", [1, 3])
-def test_acks_from_the_clients_thread_keep_each_producer_within_its_window(window):
+def test_acks_from_the_clients_thread_keep_each_producer_within_its_window(
+    window, producer_recorder
+):
     producers = [ThreadAcks(), ThreadAcks()]
-    run_windowed(producers, window)
+    run_windowed(producers, window, producer_recorder)
     for producer in producers:
         assert producer.count.peak == window
 
 
-def test_an_ack_from_the_clients_thread_wakes_the_loop_at_once(monkeypatch):
+def test_an_ack_from_the_clients_thread_wakes_the_loop_at_once(monkeypatch, producer_recorder):
     """With a full window the loop waits in slices of ``MAX_WAIT_S``; stretched to 50 ms, a loop
     that slept its slices out would send at most ~11 messages in 0.5 s, one woken by each ack
     sends hundreds. The margin is a factor of ten, not the machine's scheduling latency."""
     monkeypatch.setattr(producer_loop, "MAX_WAIT_S", 0.05)
     producer = ThreadAcks()
-    run_windowed([producer], 1)
+    run_windowed([producer], 1, producer_recorder)
     assert producer.count.sent > 110
 
 
-def test_a_rate_the_window_cannot_carry_shows_as_publish_delay():
+def test_a_rate_the_window_cannot_carry_shows_as_publish_delay(producer_recorder):
     producer = PolledAcks()  # one message per ~0.3 ms at most: ~3k msg/s
-    sample = run_windowed([producer], 1, rate=20_000, seconds=0.5)
+    sample = run_windowed([producer], 1, producer_recorder, rate=20_000, seconds=0.5)
     assert producer.count.peak == 1
     assert max(sample.publish_delay) > 100_000_000  # > 0.1 s behind the schedule by the end
     median = sorted(sample.publish)[len(sample.publish) // 2]

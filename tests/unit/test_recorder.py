@@ -8,22 +8,6 @@ import pytest
 
 from loadgen import recorder as recorders
 
-PRODUCERS = [recorders.PythonProducerRecorder]
-CONSUMERS = [recorders.PythonConsumerRecorder]
-if recorders._hotpath is not None:
-    PRODUCERS.append(recorders.CompiledProducerRecorder)
-    CONSUMERS.append(recorders.CompiledConsumerRecorder)
-
-
-@pytest.fixture(params=PRODUCERS, ids=lambda kind: kind.__name__)
-def ProducerRecorder(request):
-    return request.param
-
-
-@pytest.fixture(params=CONSUMERS, ids=lambda kind: kind.__name__)
-def ConsumerRecorder(request):
-    return request.param
-
 
 def test_the_c_engine_is_built_where_a_c_compiler_is():
     if shutil.which("cc") is None and shutil.which("gcc") is None:
@@ -43,8 +27,8 @@ def test_the_c_engine_reads_the_clocks_python_reads():
         assert before <= between <= after
 
 
-def test_bind_records_the_publish_delay_and_its_ack_the_rest(ProducerRecorder):
-    recorder = ProducerRecorder()
+def test_bind_records_the_publish_delay_and_its_ack_the_rest(producer_recorder):
+    recorder = producer_recorder()
     now = time.perf_counter_ns()
     first = recorder.bind(7, now - 5_000_000, now - 1_000_000)
     second = recorder.bind(8, now - 2_000, now)
@@ -62,8 +46,8 @@ def test_bind_records_the_publish_delay_and_its_ack_the_rest(ProducerRecorder):
     assert recorder.take().errors == 0
 
 
-def test_producer_recorder_measures_from_send_and_from_intended_time(ProducerRecorder):
-    recorder = ProducerRecorder()
+def test_producer_recorder_measures_from_send_and_from_intended_time(producer_recorder):
+    recorder = producer_recorder()
     now = time.perf_counter_ns()
     recorder.on_done(7, now - 5_000_000, now - 1_000_000, None, "client extra arg")
     recorder.on_done(8, now, now, RuntimeError("nack"))
@@ -75,8 +59,8 @@ def test_producer_recorder_measures_from_send_and_from_intended_time(ProducerRec
     assert recorder.take().errors == 0  # errors are reported once
 
 
-def test_consumer_recorder_counts_bytes_once_per_take(ConsumerRecorder):
-    recorder = ConsumerRecorder()
+def test_consumer_recorder_counts_bytes_once_per_take(consumer_recorder):
+    recorder = consumer_recorder()
     now = time.time_ns()
     recorder.on_message(b"x" * 100, now - 2_000_000, 42, now - 5_000_000, 3)
     first = recorder.take()
@@ -87,8 +71,8 @@ def test_consumer_recorder_counts_bytes_once_per_take(ConsumerRecorder):
     assert recorder.take().received_bytes == 0
 
 
-def test_take_while_writers_append_loses_and_duplicates_nothing(ConsumerRecorder):
-    recorder = ConsumerRecorder()
+def test_take_while_writers_append_loses_and_duplicates_nothing(consumer_recorder):
+    recorder = consumer_recorder()
     per_writer, writers = 200_000, 3
     taken = []
     done = threading.Event()
@@ -124,8 +108,8 @@ def test_take_while_writers_append_loses_and_duplicates_nothing(ConsumerRecorder
     assert all(s == -i for i, s in zip(ids, sent_at, strict=True))
 
 
-def test_acks_from_several_threads_while_taking_lose_and_split_nothing(ProducerRecorder):
-    recorder = ProducerRecorder()
+def test_acks_from_several_threads_while_taking_lose_and_split_nothing(producer_recorder):
+    recorder = producer_recorder()
     per_writer, writers = 100_000, 3
     taken = []
     done = threading.Event()
@@ -154,7 +138,7 @@ def test_acks_from_several_threads_while_taking_lose_and_split_nothing(ProducerR
     assert sorted(acked) == list(range(per_writer * writers))
     assert sum(len(s.publish_delay) for s in taken) == per_writer * writers
     assert sum(len(s.publish) for s in taken) == per_writer * writers
-    if ProducerRecorder is recorders.CompiledProducerRecorder:
+    if producer_recorder is recorders.CompiledProducerRecorder:
         # in C an ack's three values land in the same take, in the same place (in Python each
         # append is whole, but a take may fall between them: counts stay exact over takes)
         for sample in taken:

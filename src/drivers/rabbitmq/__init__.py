@@ -19,7 +19,7 @@ class Driver(BaseDriver):
     url_schemes = ("amqp", "amqps")
     omb_driver_classes = ("io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver",)
     client_distributions = ("pika",)
-    process_capacity = 42_000  # per CPU second: bench/process_capacity.py
+    process_capacity = 47_000  # per CPU second, C recorders: bench/process_capacity.py
 
     @classmethod
     def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:

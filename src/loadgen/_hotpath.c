@@ -27,21 +27,6 @@ typedef struct {
     Py_ssize_t cap;
 } Column;
 
-static int column_push(Column *column, int64_t value) {
-    if (column->len == column->cap) {
-        Py_ssize_t cap = column->cap ? column->cap * 2 : 4096;
-        int64_t *grown = PyMem_Realloc(column->data, (size_t)cap * sizeof(int64_t));
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        column->data = grown;
-        column->cap = cap;
-    }
-    column->data[column->len++] = value;
-    return 0;
-}
-
 /* Room for n more values, so a row of several columns is stored all or none. */
 static int column_reserve(Column *column, Py_ssize_t n) {
     if (column->len + n <= column->cap) {
@@ -59,6 +44,11 @@ static int column_reserve(Column *column, Py_ssize_t n) {
     column->data = grown;
     column->cap = cap;
     return 0;
+}
+
+/* Store a value where column_reserve made room. */
+static inline void column_store(Column *column, int64_t value) {
+    column->data[column->len++] = value;
 }
 
 /* The column's values as bytes; the column starts empty (a buffer far bigger than what it
@@ -127,9 +117,9 @@ static int producer_ack(ProducerCore *core, int64_t message_id, int64_t intended
         column_reserve(&core->acked, 1) < 0) {
         return -1;
     }
-    column_push(&core->publish, latency);
-    column_push(&core->from_intended, corrected);
-    column_push(&core->acked, message_id);
+    column_store(&core->publish, latency);
+    column_store(&core->from_intended, corrected);
+    column_store(&core->acked, message_id);
     return 0;
 }
 
@@ -190,11 +180,12 @@ static PyObject *producer_bind(ProducerCore *self, PyObject *const *args, Py_ssi
     if (ack == NULL) {
         return NULL;
     }
-    if (column_push(&self->delay, delay) < 0) {
+    if (column_reserve(&self->delay, 1) < 0) {
         ack->core = NULL;
         Py_DECREF(ack);
         return NULL;
     }
+    column_store(&self->delay, delay);
     Py_INCREF(self);
     ack->core = self;
     ack->message_id = message_id;
@@ -307,10 +298,10 @@ static PyObject *consumer_on_message(ConsumerCore *self, PyObject *const *args,
         column_reserve(&self->rows, 4) < 0) {
         return NULL;
     }
-    column_push(&self->rows, e2e);
-    column_push(&self->rows, from_intended);
-    column_push(&self->rows, message_id);
-    column_push(&self->rows, partition);
+    column_store(&self->rows, e2e);
+    column_store(&self->rows, from_intended);
+    column_store(&self->rows, message_id);
+    column_store(&self->rows, partition);
     self->bytes_total += size;
     Py_RETURN_NONE;
 }

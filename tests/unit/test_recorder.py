@@ -71,23 +71,19 @@ def test_consumer_recorder_counts_bytes_once_per_take(consumer_recorder):
     assert recorder.take().received_bytes == 0
 
 
-def test_take_while_writers_append_loses_and_duplicates_nothing(consumer_recorder):
-    recorder = consumer_recorder()
-    per_writer, writers = 200_000, 3
+def taken_while_writing(take, write, writers):
+    """Run ``write(writer)`` on ``writers`` threads while another calls ``take`` over and over
+    (and once after they end); every sample it took."""
     taken = []
     done = threading.Event()
 
-    def write():
-        for i in range(per_writer):
-            recorder.on_message(b"p", -i, i, 0, i % 7)  # a latency that names its id
-
     def read():
         while not done.is_set():
-            taken.append(recorder.take())
-        taken.append(recorder.take())
+            taken.append(take())
+        taken.append(take())
 
     reader = threading.Thread(target=read)
-    threads = [threading.Thread(target=write) for _ in range(writers)]
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
     reader.start()
     for thread in threads:
         thread.start()
@@ -95,6 +91,18 @@ def test_take_while_writers_append_loses_and_duplicates_nothing(consumer_recorde
         thread.join()
     done.set()
     reader.join()
+    return taken
+
+
+def test_take_while_writers_append_loses_and_duplicates_nothing(consumer_recorder):
+    recorder = consumer_recorder()
+    per_writer, writers = 200_000, 3
+
+    def write(_writer):
+        for i in range(per_writer):
+            recorder.on_message(b"p", -i, i, 0, i % 7)  # a latency that names its id
+
+    taken = taken_while_writing(recorder.take, write, writers)
     assert sum(sample.received for sample in taken) == per_writer * writers
     assert len([s for s in taken if s.received]) > 1  # the reader really swapped mid-stream
     rows = [list(s.deliveries) for s in taken]
@@ -111,28 +119,13 @@ def test_take_while_writers_append_loses_and_duplicates_nothing(consumer_recorde
 def test_acks_from_several_threads_while_taking_lose_and_split_nothing(producer_recorder):
     recorder = producer_recorder()
     per_writer, writers = 100_000, 3
-    taken = []
-    done = threading.Event()
 
     def write(writer):
         for i in range(per_writer):
             message_id = writer * per_writer + i
             recorder.bind(message_id, -message_id, 0)(None)  # ack - intended names the id
 
-    def read():
-        while not done.is_set():
-            taken.append(recorder.take())
-        taken.append(recorder.take())
-
-    reader = threading.Thread(target=read)
-    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
-    reader.start()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    done.set()
-    reader.join()
+    taken = taken_while_writing(recorder.take, write, writers)
     assert len([s for s in taken if len(s.acked)]) > 1  # the reader really took mid-stream
     acked = [i for s in taken for i in s.acked]
     assert sorted(acked) == list(range(per_writer * writers))

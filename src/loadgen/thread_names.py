@@ -43,16 +43,19 @@ def name_this_thread() -> None:
 
 
 def name_threads_for_the_os() -> None:
-    """Give every running Python thread but the main one its Python name at the OS level.
+    """Give every thread Python started, but the main one, its Python name at the OS level.
 
     The main thread keeps the program's name: it is the process's name in ``ps`` and
-    ``pgrep``. Best effort: where the C library cannot (not glibc), the threads keep the
+    ``pgrep``. Threads a client library started and that called into Python (listed as
+    ``Dummy-N``) keep their own names, and may have ended without Python knowing: their handle
+    must not be used. Best effort: where the C library cannot (not glibc), the threads keep the
     program's name too."""
     if _SETNAME is None:
         return
     main = threading.main_thread()
     for thread in threading.enumerate():
-        if thread is not main and thread.ident is not None and thread.is_alive():
+        foreign = isinstance(thread, threading._DummyThread)
+        if thread is not main and not foreign and thread.ident is not None and thread.is_alive():
             failed = _SETNAME(thread.ident, os_name(thread.name))
             if failed:
                 log.debug("naming thread %s failed: error %d", thread.name, failed)

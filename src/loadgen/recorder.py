@@ -41,14 +41,19 @@ producer's wall clock (send time, intended send time), so a clock correction shi
 E2E, FROM_INTENDED, MESSAGE_ID, PARTITION = range(len(DELIVERY))
 
 
+Int64s = array | memoryview
+"""int64 values: an ``array('q')`` from the pure-Python engine, a ``memoryview`` cast to ``q``
+over the bytes the C engine hands over (no second copy)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ProducerSample:
     """What one producer recorder captured since the previous ``take()`` (nanoseconds)."""
 
-    publish: array
-    publish_delay: array
-    publish_from_intended: array
-    acked: array
+    publish: Int64s
+    publish_delay: Int64s
+    publish_from_intended: Int64s
+    acked: Int64s
     """The message ids the broker acknowledged."""
     errors: int
 
@@ -57,7 +62,7 @@ class ProducerSample:
 class ConsumerSample:
     """What one consumer recorder captured since the previous ``take()``."""
 
-    deliveries: array
+    deliveries: Int64s
     """Flat :data:`DELIVERY` rows in arrival order."""
     received_bytes: int
 
@@ -173,6 +178,11 @@ class PythonConsumerRecorder:
         return ConsumerSample(deliveries, received_bytes)
 
 
+def _int64s(taken: bytes) -> memoryview:
+    """A C column's values as int64s, without copying them again."""
+    return memoryview(taken).cast("q")
+
+
 class CompiledProducerRecorder:
     """:class:`PythonProducerRecorder`'s interface on the C engine."""
 
@@ -196,7 +206,7 @@ class CompiledProducerRecorder:
         errors_now = self._core.errors
         errors, self._errors_taken = errors_now - self._errors_taken, errors_now
         return ProducerSample(
-            array("q", publish), array("q", delay), array("q", corrected), array("q", acked), errors
+            _int64s(publish), _int64s(delay), _int64s(corrected), _int64s(acked), errors
         )
 
 
@@ -218,7 +228,7 @@ class CompiledConsumerRecorder:
         return self._core.received
 
     def take(self) -> ConsumerSample:
-        deliveries = array("q", self._core.take())
+        deliveries = _int64s(self._core.take())
         total = self._core.bytes_total
         received_bytes, self._bytes_taken = total - self._bytes_taken, total
         return ConsumerSample(deliveries, received_bytes)

@@ -6,9 +6,9 @@ configured size. Why not a header or property: the client then copies one buffer
 anyway, instead of building, serialising and (on the consumer) parsing a key/value pair per
 message. Measured against a 24-byte header or property, per message (bench/RESULTS.md): the
 Pulsar client ~11 % less CPU; Kafka's loop 8 % less, together with a positional ``produce``.
-What it costs: the payload's first 32
-bytes are loadgen's, which matters to anyone who reads the messages with their own tools, and a
-payload shorter than the prefix still needs the driver's other carrier.
+What it costs: the payload's first 32 bytes are loadgen's, which matters to anyone who reads the
+messages with their own tools, and a payload shorter than the prefix still needs the driver's
+other carrier.
 """
 
 from __future__ import annotations

@@ -35,11 +35,19 @@ def os_name(name: str) -> bytes:
     return name.encode()[:OS_NAME_BYTES].decode(errors="ignore").encode()
 
 
+def _name(thread: threading.Thread) -> None:
+    """``thread``'s Python name at the OS level (``_SETNAME`` is there: the callers check)."""
+    assert _SETNAME is not None and thread.ident is not None
+    failed = _SETNAME(thread.ident, os_name(thread.name))
+    if failed:
+        log.debug("naming thread %s failed: error %d", thread.name, failed)
+
+
 def name_this_thread() -> None:
     """The OS name of the calling thread, for a thread started after the load (when
     :func:`name_threads_for_the_os` ran)."""
     if _SETNAME is not None:
-        _SETNAME(threading.get_ident(), os_name(threading.current_thread().name))
+        _name(threading.current_thread())
 
 
 def name_threads_for_the_os() -> None:
@@ -56,6 +64,4 @@ def name_threads_for_the_os() -> None:
     for thread in threading.enumerate():
         foreign = isinstance(thread, threading._DummyThread)
         if thread is not main and not foreign and thread.ident is not None and thread.is_alive():
-            failed = _SETNAME(thread.ident, os_name(thread.name))
-            if failed:
-                log.debug("naming thread %s failed: error %d", thread.name, failed)
+            _name(thread)

@@ -88,7 +88,7 @@ UNASSIGNED = -1
 """librdkafka's ``RD_KAFKA_PARTITION_UA``: the partitioner chooses. Passed because ``produce``
 with positional arguments only skips matching keyword names per call (6.6 % of the producer
 thread's samples in a native profile; with the prefix, the loop's CPU per message fell 8 %,
-bench/RESULTS.md "Kafka: the stamp in the payload")."""
+bench/RESULTS.md "Issue #27 again")."""
 pack_stamp = STAMP.pack
 unpack_stamp = STAMP.unpack
 

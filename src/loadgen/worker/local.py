@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import time
-from array import array
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -34,6 +33,7 @@ from loadgen.recorder import (
     FROM_INTENDED,
     MESSAGE_ID,
     ConsumerRecorder,
+    Int64s,
     ProducerRecorder,
 )
 from loadgen.stats import (
@@ -121,7 +121,7 @@ def _stamped_negatives(latencies: np.ndarray) -> int:
     return int(np.count_nonzero((latencies < 0) & (latencies > UNSTAMPED_BELOW)))
 
 
-def _delivery_rows(deliveries: array) -> np.ndarray:
+def _delivery_rows(deliveries: Int64s) -> np.ndarray:
     """A consumer recorder's deliveries, one row each (:data:`loadgen.recorder.DELIVERY`)."""
     return np.frombuffer(deliveries, dtype=np.int64).reshape(-1, len(DELIVERY))
 

@@ -34,25 +34,13 @@ def cpu_seconds() -> float:
 
 def child(kind: str, config: dict, seconds: float) -> None:
     """One run in this interpreter; prints its counts and CPU as one JSON line."""
+    import workloads
     from loadgen.cluster.placement import Placement
     from loadgen.request import RunOptions, RunRequest
     from loadgen.runner import execute
-    from loadgen.spec import Workload, parse_model
     from loadgen.spec.driver_spec import DriverSpec
 
-    fields = {
-        "name": f"capacity-{kind}",
-        "topics": 1,
-        "partitionsPerTopic": 8,
-        "messageSize": 1024,
-        "subscriptionsPerTopic": 1,
-        "consumerPerSubscription": 1,
-        "producersPerTopic": 1,
-        "producerRate": UNREACHABLE_RATE,
-        "testDurationMinutes": 1,
-        "warmupDurationMinutes": 0,
-    }
-    workload = parse_model(Workload, fields, file="bench")
+    workload = workloads.one_topic(f"capacity-{kind}", UNREACHABLE_RATE, partitionsPerTopic=8)
     spec = DriverSpec(name=kind.capitalize(), kind=kind, config=config)
     options = RunOptions(duration_s=seconds, warmup_s=0, stats_interval_s=1, drain_timeout_s=30)
     request = RunRequest(workload, spec, options, placement=Placement(processes=1))

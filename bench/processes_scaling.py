@@ -21,10 +21,11 @@ import argparse
 import statistics
 from contextlib import ExitStack
 
+import workloads
 from loadgen.cluster.placement import Placement
 from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import execute
-from loadgen.spec import Workload, parse_model
+from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.stats import measured_intervals, sent_per_second
 
@@ -32,19 +33,9 @@ UNREACHABLE_RATE = 10_000_000
 
 
 def workload(driver: str) -> Workload:
-    fields = {
-        "name": f"scaling-{driver}",
-        "topics": 2,
-        "partitionsPerTopic": 8,
-        "messageSize": 1024,
-        "subscriptionsPerTopic": 1,
-        "consumerPerSubscription": 1,
-        "producersPerTopic": 1,
-        "producerRate": UNREACHABLE_RATE,
-        "testDurationMinutes": 1,
-        "warmupDurationMinutes": 0,
-    }
-    return parse_model(Workload, fields, file="bench")
+    return workloads.one_topic(
+        f"scaling-{driver}", UNREACHABLE_RATE, topics=2, partitionsPerTopic=8
+    )
 
 
 SIDES = {

@@ -15,26 +15,16 @@ import argparse
 import statistics
 
 import loadgen
+import workloads
+from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.testing.pulsar import start_pulsar_lite
 from loadgen.testing.tansu import start_tansu
 
 
-def workload(rate: float, window: int | None) -> dict:
-    fields = {
-        "name": f"sync-{window}",
-        "topics": 1,
-        "partitionsPerTopic": 1,
-        "messageSize": 1024,
-        "subscriptionsPerTopic": 1,
-        "consumerPerSubscription": 1,
-        "producersPerTopic": 1,
-        "producerRate": rate,
-        "testDurationMinutes": 1,
-    }
-    if window is not None:
-        fields["producerMaxInFlight"] = window
-    return fields
+def workload(rate: float, window: int | None) -> Workload:
+    changes = {} if window is None else {"producerMaxInFlight": window}
+    return workloads.one_topic(f"sync-{window}", rate, partitionsPerTopic=1, **changes)
 
 
 def line(row) -> str:

@@ -10,22 +10,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from loadgen import hdr
-
-PUBLISH = "publish"
-PUBLISH_DELAY = "publishDelay"
-PUBLISH_FROM_INTENDED = "publishFromIntended"
-END_TO_END = "endToEnd"
-END_TO_END_FROM_INTENDED = "endToEndFromIntended"
-METRICS = (PUBLISH, PUBLISH_DELAY, PUBLISH_FROM_INTENDED, END_TO_END, END_TO_END_FROM_INTENDED)
-END_TO_END_TAILING = "endToEndTailing"
-END_TO_END_CATCH_UP = "endToEndCatchUp"
-ROLE_METRICS = (END_TO_END_TAILING, END_TO_END_CATCH_UP)
-"""End-to-end latency split by consumer role, recorded only when a run has catch-up
-subscriptions (catch-up and mixed runs): ``endToEnd`` stays OMB's, over every subscription."""
-END_TO_END_UNCORRECTED = "endToEndUncorrected"
-"""End-to-end latency as the two clocks measured it, recorded only when the workers' clock
-offsets corrected ``endToEnd`` (:mod:`loadgen.worker.skew`)."""
-ALL_METRICS = METRICS + ROLE_METRICS + (END_TO_END_UNCORRECTED,)
+from loadgen.hdr_core import (  # noqa: F401 - the metric names are the stats' vocabulary
+    ALL_METRICS,
+    END_TO_END,
+    END_TO_END_CATCH_UP,
+    END_TO_END_FROM_INTENDED,
+    END_TO_END_TAILING,
+    END_TO_END_UNCORRECTED,
+    METRICS,
+    PUBLISH,
+    PUBLISH_DELAY,
+    PUBLISH_FROM_INTENDED,
+    ROLE_METRICS,
+)
 
 
 @dataclass(frozen=True)

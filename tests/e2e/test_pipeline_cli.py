@@ -2,15 +2,17 @@
 
 Spark runs embedded (local[*]) in the commands' own processes, as in the README, and on a real
 standalone cluster (a master and a worker started from pyspark's ``spark-class`` on 127.0.0.1,
-executors in their own processes): the equality and kill -9 tests run on both, the ingest with
-an executor Python that does not exist (all the job's Python runs in the driver). Tables are read
-back with pyarrow: the job writes plain Parquet directories (one per micro-batch, overwritten on
-a re-run), so any Parquet reader sees exactly what Spark committed.
+executors in their own processes): the equality and kill -9 tests run on both. The job's tasks
+run in an executor Python that has numpy, pyarrow and pandas but no loadgen: the job ships the
+tasks' code itself. Tables are read back with pyarrow: the job writes plain Parquet directories
+(``day=…/batch=…``, a re-run batch replacing its own), so any Parquet reader sees exactly what
+Spark committed.
 """
 
 import json
 import os
 import signal
+import site
 import subprocess
 import sys
 import threading
@@ -88,6 +90,25 @@ def master(request) -> str:
 
 
 @pytest.fixture(scope="module")
+def python_without_loadgen(tmp_path_factory) -> str:
+    """A Python for the executors that sees this one's site-packages but not loadgen: a venv
+    whose ``.pth`` adds site-packages as a plain path, so the ``.pth`` files in it (the
+    editable install of loadgen among them) are not run."""
+    venv = tmp_path_factory.mktemp("executor-python")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    python = venv / "bin" / "python"
+    site_packages = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(site_packages) / "host.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    probe = "import numpy, pyarrow, pandas, pyspark\ntry: import loadgen\nexcept: print('none')"
+    done = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=venv)
+    assert done.stdout.strip() == "none", done.stdout + done.stderr
+    return str(python)
+
+
+@pytest.fixture(scope="module")
 def landed_run(tmp_path_factory):
     """A 3-s memory run landed for the pipeline, plus two bad files: (result, landing)."""
     base = tmp_path_factory.mktemp("pipeline")
@@ -108,14 +129,14 @@ def landed_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def ingested_run(landed_run, tmp_path_factory, master):
-    """The landed run ingested once on ``master``: (result, tables, the job's stderr)."""
+def ingested_run(landed_run, tmp_path_factory, master, python_without_loadgen):
+    """The landed run ingested once on ``master``, the tasks in a Python without loadgen:
+    (result, tables, the job's stderr)."""
     result, landed = landed_run
     out = tmp_path_factory.mktemp("tables")
-    # no Python runs outside the driver: a Python worker would fail to start with this one
-    no_python = {**os.environ, "PYSPARK_PYTHON": "/nonexistent/python-for-executors"}
+    executors = {**os.environ, "PYSPARK_PYTHON": python_without_loadgen}
     ingest = loadgen("pipeline", "ingest", landed, "--out", out, "--once", "--keep-landing",
-                     "--master", master, env=no_python)  # fmt: skip
+                     "--master", master, env=executors, cwd=out)  # fmt: skip
     assert ingest.returncode == 0, ingest.stderr
     return result, out, ingest.stderr
 

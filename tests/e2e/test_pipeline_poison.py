@@ -23,7 +23,7 @@ from loadgen import hdr
 from loadgen.errors import ConfigError, LoadgenError
 from loadgen.pipeline.ingest import IngestSettings, start_query
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
-from loadgen.pipeline.parse import MAX_LINE_BYTES
+from loadgen.pipeline.tasks.parse import MAX_LINE_BYTES
 from loadgen.pipeline.query import register_tables, run_sql
 from loadgen.pipeline.sink import BatchWriter
 from loadgen.pipeline.tables import QUARANTINED
@@ -143,7 +143,7 @@ def steps(pipeline_spark, tmp_path_factory) -> dict[str, Step]:
     base = tmp_path_factory.mktemp("poison")
     landing, out = base / "landing", base / "tables"
     landing.mkdir()
-    settings = IngestSettings(landing, out, "local[2]", trigger_s=0.2)
+    settings = IngestSettings(str(landing), str(out), "local[2]", trigger_s=0.2)
     done: dict[str, Step] = {}
     seq = 0
 
@@ -235,6 +235,6 @@ def test_plain_pyspark_and_pyarrow_read_the_same_percentiles(steps, pipeline_spa
 
 def test_sql_spark_rejects_is_a_config_error_with_sparks_message(steps, pipeline_spark):
     """What `loadgen pipeline query` turns into exit 2 (ConfigError) with Spark's own words."""
-    register_tables(pipeline_spark, steps["again"].out)
+    register_tables(pipeline_spark, str(steps["again"].out))
     with pytest.raises(ConfigError, match=r"Spark rejected the query.*near 'SELEC'"):
         run_sql(pipeline_spark, "SELEC nothing FROM runs")

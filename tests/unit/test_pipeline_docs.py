@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.pipeline.tables import TABLES
+from loadgen.pipeline.tasks.records import TABLES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "pipeline.md"
 

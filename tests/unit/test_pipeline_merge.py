@@ -21,8 +21,8 @@ from loadgen.pipeline.landing import (
     close_run,
     open_landing,
 )
-from loadgen.pipeline.merge import SUMMARY_COLUMNS, RunState, advance
-from loadgen.pipeline.tables import TABLES
+from loadgen.pipeline.tasks.merge import SUMMARY_COLUMNS, RunState, advance
+from loadgen.pipeline.tasks.records import TABLES
 from loadgen.stats import END_TO_END, METRICS, PUBLISH, IntervalStats
 
 RUN = "run-1"

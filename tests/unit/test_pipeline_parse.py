@@ -4,9 +4,8 @@ import json
 
 import pytest
 
-from loadgen.pipeline.landing import RECORD_FIELDS
-from loadgen.pipeline.parse import MAX_LINE_BYTES, UNTERMINATED, parse_file
-from loadgen.pipeline.tables import PROBLEM, RAW_LINE, SOURCE_FILE
+from loadgen.pipeline.tasks.parse import EMPTY, MAX_LINE_BYTES, UNTERMINATED, parse_file
+from loadgen.pipeline.tasks.records import PROBLEM, RAW_LINE, RECORD_FIELDS, SOURCE_FILE
 
 GOOD = {"kind": "interval", "run_id": "r", "worker_id": "w0", "workers": 1, "seq": 0}
 
@@ -49,5 +48,6 @@ def test_good_lines_keep_every_field_and_an_unterminated_tail_is_a_problem():
     assert all(set(row) <= {*RECORD_FIELDS, SOURCE_FILE, PROBLEM, RAW_LINE} for row in rows)
 
 
-def test_an_empty_file_yields_no_rows_here():
-    assert list(parse_file("f", b"")) == []  # the sink quarantines it from the checkpoint
+def test_an_empty_file_yields_one_problem_row():
+    (row,) = parse_file("f", b"")  # when Spark skips it, the sink finds it in the checkpoint
+    assert row[PROBLEM] == EMPTY and row[SOURCE_FILE] == "f"

@@ -9,45 +9,47 @@ batch ids in (offset of ``b - 1``, offset of ``b``].
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+from loadgen.pipeline.hadoop_fs import HadoopFiles, join
 
 
-def _json_lines(path: Path) -> list[dict]:
+def _json_lines(files: HadoopFiles, uri: str) -> list[dict]:
     """The entries of a Spark metadata log file: a version line, then one JSON per line."""
-    lines = path.read_text().splitlines()[1:]
+    lines = files.read_text(uri).splitlines()[1:]
     return [json.loads(line) for line in lines if line.strip().startswith("{")]
 
 
-def _source_offset(checkpoint: Path, batch_id: int) -> int:
-    path = checkpoint / "offsets" / str(batch_id)
-    if batch_id < 0 or not path.exists():
+def _source_offset(files: HadoopFiles, checkpoint: str, batch_id: int) -> int:
+    uri = join(checkpoint, "offsets", str(batch_id))
+    if batch_id < 0 or not files.exists(uri):
         return -1
-    entries = _json_lines(path)  # the batch's metadata, then one offset per source
+    entries = _json_lines(files, uri)  # the batch's metadata, then one offset per source
     return int(entries[-1]["logOffset"]) if entries else -1
 
 
-def batch_files(checkpoint: Path, batch_id: int) -> list[str]:
+def batch_files(files: HadoopFiles, checkpoint: str, batch_id: int) -> list[str]:
     """The file URIs of ``batch_id``, in listing order ([] if the log says nothing)."""
-    first, last = _source_offset(checkpoint, batch_id - 1) + 1, _source_offset(checkpoint, batch_id)
-    folder = checkpoint / "sources" / "0"
-    files = []
+    first = _source_offset(files, checkpoint, batch_id - 1) + 1
+    last = _source_offset(files, checkpoint, batch_id)
+    folder = join(checkpoint, "sources", "0")
+    names = files.names(folder) if last >= first else []
+    found = []
     for source_batch in range(first, last + 1):
-        path = _log_file(folder, source_batch)
-        if path is not None:
-            entries = _json_lines(path)
-            files += [e["path"] for e in entries if e.get("batchId") == source_batch]
-    return files
+        name = _log_file(names, source_batch)
+        if name is not None:
+            entries = _json_lines(files, join(folder, name))
+            found += [e["path"] for e in entries if e.get("batchId") == source_batch]
+    return found
 
 
-def _log_file(folder: Path, source_batch: int) -> Path | None:
+def _log_file(names: list[str], source_batch: int) -> str | None:
     """The batch's own log file, or the first compacted one that holds it (Spark deletes the
     single files some minutes after compacting them)."""
-    single = folder / str(source_batch)
-    if single.exists():
-        return single
+    if str(source_batch) in names:
+        return str(source_batch)
     compacted = sorted(
-        (int(path.name.split(".")[0]), path)
-        for path in folder.glob("*.compact")
-        if int(path.name.split(".")[0]) >= source_batch
+        (int(name.split(".")[0]), name)
+        for name in names
+        if name.endswith(".compact") and int(name.split(".")[0]) >= source_batch
     )
     return compacted[0][1] if compacted else None

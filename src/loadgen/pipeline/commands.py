@@ -36,13 +36,22 @@ def pipeline() -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
+def location(value: str, option: str) -> str:
+    """A local directory (checked now, created if absent: exit 2 if it cannot take files) as an
+    absolute path, or a URI of another file system (``hdfs://``, ``s3a://``...) as given."""
+    if "://" in value:
+        return value
+    directory = Path(value).resolve()
+    check_outputs({option: directory})  # before Spark starts: that alone takes seconds
+    return str(directory)
+
+
 @pipeline.command()
-@click.argument("landing", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("landing")
 @click.option(
     "--out",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where the tables (and the job's checkpoint) live.",
+    help="Where the tables (and the job's checkpoint and state) live: a directory or a URI.",
 )
 @_master
 @click.option("--once", is_flag=True, help="Ingest what is there now, then stop (after a run).")
@@ -55,37 +64,44 @@ def pipeline() -> None:
 @click.option(
     "--keep-landing", is_flag=True, help="Leave processed files in LANDING (else moved to OUT)."
 )
+@click.option(
+    "--max-files",
+    type=click.IntRange(min=1),
+    help="At most this many landing files per micro-batch (a backfill in bounded steps).",
+)
 @_conf
 def ingest(
-    landing: Path,
-    out: Path,
+    landing: str,
+    out: str,
     master: str,
     once: bool,
     trigger: str,
     keep_landing: bool,
+    max_files: int | None,
     conf: tuple[str, ...],
 ) -> None:
     """Merge the landing files of LANDING into the intervals/runs/quarantine tables in OUT.
 
-    Live until Ctrl-C unless --once; restart on the same OUT to resume exactly where it stopped.
+    LANDING and OUT are directories or URIs of any file system Spark reads and writes. Live
+    until Ctrl-C unless --once; restart on the same OUT to resume exactly where it stopped.
     """
     from loadgen.pipeline.ingest import IngestSettings, run_ingest
 
-    check_outputs({"--out": out})  # before Spark starts: that alone takes seconds
     settings = IngestSettings(
-        landing=landing,
-        out=out,
+        landing=location(landing, "LANDING"),
+        out=location(out, "--out"),
         master=master,
         once=once,
         trigger_s=parse_duration(trigger, option="--trigger"),
         keep_landing=keep_landing,
+        max_files=max_files,
         conf=tuple(parse_conf(conf).items()),
     )
     run_ingest(settings)
 
 
 @pipeline.command()
-@click.argument("tables", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("tables")
 @click.argument("sql", required=False)
 @click.option(
     "--report",
@@ -104,7 +120,7 @@ def ingest(
 @_master
 @_conf
 def query(
-    tables: Path,
+    tables: str,
     sql: str | None,
     report: str | None,
     run_id: str | None,
@@ -113,7 +129,11 @@ def query(
     master: str,
     conf: tuple[str, ...],
 ) -> None:
-    """Run SQL (or a --report) over the tables in TABLES: views intervals, runs, quarantine."""
+    """Run SQL (or a --report) over the tables in TABLES: views intervals, runs, quarantine.
+
+    TABLES is the --out of `pipeline ingest` (a directory or a URI). Each view has the
+    partition columns day (UTC, e.g. WHERE day >= date_sub(current_date(), 7)) and batch.
+    """
     from loadgen.errors import ConfigError
     from loadgen.pipeline.query import check_tables, register_tables, report_sql, run_sql
     from loadgen.pipeline.spark import start_session
@@ -124,6 +144,7 @@ def query(
         )
     statement, args = (sql, {}) if report is None else report_sql(report, run_id, metric)
     settings = parse_conf(conf)
+    tables = tables if "://" in tables else str(Path(tables).resolve())
     check_tables(tables)
     spark = start_session(master, "loadgen pipeline query", settings)
     try:

@@ -1,14 +1,15 @@
 """``loadgen pipeline ingest``: landing files → Structured Streaming → Parquet tables, exactly once.
 
 The query: the ``binaryFile`` source (each new landing file's bytes, read by the executors)
-straight into :class:`loadgen.pipeline.sink.BatchWriter`, which parses the lines in the driver
-(:mod:`loadgen.pipeline.parse`: a defective line or file becomes a problem row, never an
-exception), merges them per (run, metric) with :func:`loadgen.pipeline.merge.advance` and writes
-``OUT/<table>/batch=<id>``.
+into :class:`loadgen.pipeline.sink.BatchWriter`, which has the executors parse the lines
+(:mod:`loadgen.pipeline.tasks.parse`: a defective line or file becomes a problem row, never an
+exception), merge them per (run, metric) (:mod:`loadgen.pipeline.tasks.merge`) and write
+``OUT/<table>/day=<day>/batch=<id>``. The tasks' code ships with the job
+(:mod:`loadgen.pipeline.ship`).
 
 Exactly once: the checkpoint (``OUT/_checkpoint``) records which files each batch read, and
 ``OUT/_state`` the merge state after each batch (:mod:`loadgen.pipeline.state`); a job killed
-mid-batch re-runs that batch from the previous batch's state on restart and overwrites the
+mid-batch re-runs that batch from the previous batch's state on restart and replaces the
 batch's files, so no interval is lost or written twice. Since no input can fail a batch, a
 restart never replays into the same failure.
 Processed landing files are moved to ``OUT/_landed`` (``--keep-landing`` leaves them) so the
@@ -23,10 +24,11 @@ import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loadgen.errors import LoadgenError
+from loadgen.pipeline.hadoop_fs import join
+from loadgen.pipeline.ship import ship_tasks
 from loadgen.pipeline.sink import BatchWriter, describe
 from loadgen.pipeline.spark import start_session
 from loadgen.pipeline.tables import CHECKPOINT, LANDED
@@ -46,11 +48,12 @@ STOP_POLL_S = 0.5
 class IngestSettings:
     """How the job runs: where from and to, on which master, how often, and for how long.
 
+    ``landing`` and ``out`` are local paths or URIs of any file system Spark reads and writes.
     ``max_files``: at most this many landing files per micro-batch (a long backlog in bounded
     steps); all new files by default."""
 
-    landing: Path
-    out: Path
+    landing: str
+    out: str
     master: str
     once: bool = False
     trigger_s: float = 5.0
@@ -60,7 +63,9 @@ class IngestSettings:
 
 
 def start_query(spark: SparkSession, settings: IngestSettings, sink: BatchWriter) -> StreamingQuery:
-    """Start the query: each micro-batch's new landing files (path, bytes) → ``sink``."""
+    """Start the query: each micro-batch's new landing files (path, bytes) → ``sink``; the
+    executors' code goes with it."""
+    ship_tasks(spark)
     reader = (
         spark.readStream.format("binaryFile")
         .schema(BINARY_FILE_SCHEMA)
@@ -70,12 +75,12 @@ def start_query(spark: SparkSession, settings: IngestSettings, sink: BatchWriter
         reader = reader.option("maxFilesPerTrigger", settings.max_files)
     if not settings.keep_landing:
         reader = reader.option("cleanSource", "archive").option(
-            "sourceArchiveDir", str(settings.out / LANDED)
+            "sourceArchiveDir", join(settings.out, LANDED)
         )
-    files = reader.load(str(settings.landing)).select("path", "content")
+    files = reader.load(settings.landing).select("path", "content")
     writer = (
         files.writeStream.foreachBatch(sink)
-        .option("checkpointLocation", str(settings.out / CHECKPOINT))
+        .option("checkpointLocation", join(settings.out, CHECKPOINT))
         .outputMode("append")
     )
     if settings.once:
@@ -102,7 +107,6 @@ def _stop_requests() -> Iterator[threading.Event]:
 
 def run_ingest(settings: IngestSettings) -> None:
     """Run the job on its own Spark session until drained (``once``) or until stopped."""
-    settings.landing.mkdir(parents=True, exist_ok=True)
     spark = start_session(settings.master, "loadgen pipeline ingest", dict(settings.conf))
     try:
         with _stop_requests() as stop:

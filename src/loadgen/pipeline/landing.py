@@ -7,8 +7,8 @@ never gets its end marker; :func:`close_run` lands a ``close`` marker that final
 incomplete. Files appear by atomic rename from a name
 starting with ``.``, which Spark's file source never lists, so the job never reads half a file.
 
-The record layout is :data:`RECORD_FIELDS`; the Spark schema (:mod:`loadgen.pipeline.tables`)
-and the merge (:mod:`loadgen.pipeline.merge`) read these same names.
+The record layout is :data:`loadgen.pipeline.tasks.records.RECORD_FIELDS`; the job's parse and
+merge tasks (:mod:`loadgen.pipeline.tasks`) read these same names.
 """
 
 from __future__ import annotations
@@ -22,43 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from loadgen import hdr
+from loadgen.pipeline.tasks.records import CLOSE, COUNTERS, END, INTERVAL
 from loadgen.results.files import file_safe, write_text_atomic
 from loadgen.results.writable import check_outputs
 from loadgen.stats import METRICS, IntervalStats
 
 log = logging.getLogger("loadgen.pipeline")
-
-INTERVAL = "interval"
-END = "end"
-CLOSE = "close"
-"""A line written by ``loadgen pipeline close``: finalise a run whose workers will never end it."""
-
-COUNTERS = ("sent", "received", "send_errors", "bytes_sent", "bytes_received", "negative_e2e")
-"""The interval's counters, carried on every metric's line (the same values on each)."""
-
-RECORD_FIELDS = (
-    "kind",
-    "run_id",
-    "worker_id",
-    "workers",
-    "seq",
-    "interval_start",
-    "interval_end",
-    "warmup",
-    "metric",
-    "count",
-    "hist",
-    *COUNTERS,
-    "emitted_at",
-    "workload",
-    "driver",
-    "driver_kind",
-    "meta",
-    "incomplete",
-    "stop_reason",
-)
-"""Every field a landing line may carry; ``interval`` lines leave the last two out and ``end``
-lines leave the interval fields out (``seq`` there is the number of intervals the worker wrote)."""
 
 
 @dataclass(frozen=True)

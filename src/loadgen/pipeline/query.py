@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadgen.errors import ConfigError
-from loadgen.pipeline.tables import CHECKPOINT, TABLES, ddl
+from loadgen.pipeline.hadoop_fs import HadoopFiles, join
+from loadgen.pipeline.tables import CHECKPOINT, TABLES
+from loadgen.pipeline.tasks.records import ddl
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -42,9 +44,10 @@ FROM intervals WHERE run_id = :run AND metric = :metric ORDER BY seq""",
 intervals. Each takes the named parameters shown."""
 
 
-def check_tables(tables: Path) -> None:
-    """Refuse a TABLES path that no ingest wrote to, before paying for a Spark start."""
-    if not (tables / CHECKPOINT).is_dir():
+def check_tables(tables: str) -> None:
+    """Refuse a local TABLES path that no ingest wrote to, before paying for a Spark start (a
+    URI of another file system is checked by Spark when it reads)."""
+    if "://" not in tables and not (Path(tables) / CHECKPOINT).is_dir():
         raise ConfigError(
             "no pipeline tables here",
             path="TABLES",
@@ -53,12 +56,14 @@ def check_tables(tables: Path) -> None:
         )
 
 
-def register_tables(spark: SparkSession, tables: Path) -> None:
-    """Make ``intervals``, ``runs`` and ``quarantine`` queryable by name."""
+def register_tables(spark: SparkSession, tables: str) -> None:
+    """Make ``intervals``, ``runs`` and ``quarantine`` queryable by name (with their partition
+    columns ``day`` and ``batch``: ``WHERE day >= ...`` reads only those days' files)."""
+    files = HadoopFiles(spark)
     for name, columns in TABLES.items():
-        location = tables / name
-        if location.is_dir():
-            frame = spark.read.parquet(str(location))
+        location = join(tables, name)
+        if files.exists(location):
+            frame = spark.read.parquet(location)
         else:
             frame = spark.createDataFrame([], ddl(columns))
         frame.createOrReplaceTempView(name)

@@ -1,151 +1,216 @@
-"""``foreachBatch``: each micro-batch's landing files parsed, merged and written, in the driver.
+"""``foreachBatch``: each micro-batch planned by the driver and computed by Spark's executors.
 
-One Spark job per batch, which only lists and reads the new landing files; their bytes come to
-the driver as Arrow, and everything else is the driver's Python: :mod:`loadgen.pipeline.parse`,
-:func:`loadgen.pipeline.merge.advance` per (run, metric) from the state the previous batch left
-(:mod:`loadgen.pipeline.state`), then each table written with pyarrow as
-``OUT/<table>/batch=<id>/`` by atomic rename, then the new state. No Python runs on the
-executors: no Python workers to start, no code to ship, no shuffle, no Spark state store (that
-pipeline cost most of the live job's CPU, bench/RESULTS.md). A batch re-run after a crash starts
-from the same state and replaces its first attempt's files, never adds to them. ``OUT`` is
-therefore a path on the driver's file system.
+Per batch the driver only plans and commits; every landing line is handled in executor tasks:
 
-Every landing file with a quarantined line is also copied to ``OUT/_quarantined/batch=<id>/``
-next to a ``.reason`` file; a file that was listed but gone before it could be read (Spark skips
-it: ``ignoreMissingFiles``) or empty (Spark skips those too) gets a quarantine row from the
+1. **parse** (``mapInArrow`` over the batch's files, :func:`~loadgen.pipeline.tasks.parse.
+   parse_batches`): bytes → one row per line, or a problem row saying why not;
+2. **shuffle** by (run, metric), together with the previous batch's state rows
+   (:mod:`loadgen.pipeline.state`);
+3. **merge** (``mapInArrow``, :func:`~loadgen.pipeline.tasks.merge.merge_partition`): each
+   group advanced from its state — histograms decoded, intervals merged across workers, Java-
+   equal percentiles, the run's merged histogram — out as table rows and the new state (a
+   group without lines passes its state through);
+4. **write** with Spark's writer: ``OUT/<table>/day=<UTC day>/batch=<id>/``, each file sorted
+   by run and metric (so Parquet's statistics let a query for one run skip the rest), then the
+   new state. A re-run batch first deletes what its first attempt wrote.
+
+The driver collects only the batch's row counts per table and its quarantine rows (file and
+reason), so the job's throughput grows with executor cores, not with one driver
+thread. Every landing file with a quarantined line is copied to ``OUT/_quarantined/batch=<id>/``
+next to a ``.reason`` file; a file that was listed but gone before it could be read (Spark
+skips it: ``ignoreMissingFiles``) or empty (Spark skips those too) gets a quarantine row from the
 checkpoint's record of the batch.
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections import defaultdict
-from pathlib import Path
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from loadgen.pipeline import state
 from loadgen.pipeline.checkpoint import batch_files
-from loadgen.pipeline.merge import RunState, advance
-from loadgen.pipeline.parse import parse_file
-from loadgen.pipeline.state import Key
-from loadgen.pipeline.tables import CHECKPOINT, QUARANTINED, TABLES, arrow_schema
-from loadgen.results.files import write_bytes_atomic
+from loadgen.pipeline.hadoop_fs import HadoopFiles, join
+from loadgen.pipeline.tables import BATCH, CHECKPOINT, DAY, QUARANTINED, TABLES
+from loadgen.pipeline.tasks.merge import merge_partition
+from loadgen.pipeline.tasks.parse import EMPTY, parse_batches
+from loadgen.pipeline.tasks.records import (
+    OUTPUT_COLUMNS,
+    PARSED_COLUMNS,
+    SOURCE_FILE,
+    STATE,
+    STATE_COLUMNS,
+    TABLE,
+    ddl,
+)
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 log = logging.getLogger("loadgen.pipeline")
 
-PART = "part-00000.parquet"
+KEYS = ["run_id", "metric"]
 VANISHED = "listed for this batch, then gone before it could be read"
-EMPTY = "empty file (0 bytes): nothing to read, or still being written"
+TASKS_PER_CORE = 2
+"""Parse tasks per executor core: the file source packs many small files into each task."""
+DAY_SOURCE = {
+    "intervals": "interval_start",
+    "runs": "coalesce(run_start, run_end, CAST(merged_at * 1000 AS BIGINT))",
+    "quarantine": "CAST(quarantined_at * 1000 AS BIGINT)",
+}
+"""What each table's ``day`` partition is the UTC day of, in epoch ms (Spark SQL)."""
+SORTED_BY = {"intervals": [*KEYS, "seq"], "runs": KEYS, "quarantine": [SOURCE_FILE]}
 
 
-def local_path(uri: str) -> Path | None:
-    """The local path of a ``file:`` URI from Spark (None for another file system)."""
+def same_file(uri: str) -> tuple[str, str, str]:
+    """A file URI in one form whichever way Spark wrote it (``file:/x`` in a DataFrame,
+    ``file:///x`` in the checkpoint, escaped or not)."""
     parsed = urlparse(uri)
-    return Path(unquote(parsed.path)) if parsed.scheme in ("", "file") else None
+    return parsed.scheme or "file", parsed.netloc, unquote(parsed.path)
 
 
-def merge_files(
-    paths: list[str], contents: list[bytes], states: dict[Key, RunState], now: float
-) -> dict[str, list[dict[str, Any]]]:
-    """One batch's files through parse and merge: each table's rows; ``states`` is advanced in
-    place (a group gets a state with its first usable line)."""
-    groups: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
-    for path, content in zip(paths, contents, strict=True):
-        for row in parse_file(path, content):
-            groups[(row.get("run_id"), row.get("metric"))].append(row)
-    rows: dict[str, list[dict[str, Any]]] = {table: [] for table in TABLES}
-    for (run_id, metric), lines in groups.items():
-        step = advance(run_id, metric, states.get((run_id, metric)), lines, now)
-        if step.state is not None:
-            states[(run_id, metric)] = step.state
-        for table in TABLES:
-            rows[table] += getattr(step, table)
-    return rows
+def day_of(table: str) -> Column:
+    from pyspark.sql import functions as F
 
-
-def rows_table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pa.Table:
-    import pyarrow as pa
-
-    return pa.Table.from_pylist(rows, arrow_schema(columns))
-
-
-def write_table(rows: pa.Table, directory: Path) -> None:
-    """``rows`` as ``directory/PART``, replacing what a first attempt of the batch wrote."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    encoded = pa.BufferOutputStream()
-    pq.write_table(rows, encoded)
-    write_bytes_atomic(directory / PART, encoded.getvalue().to_pybytes())
+    return F.date_format(F.timestamp_millis(F.expr(DAY_SOURCE[table])), "yyyy-MM-dd")
 
 
 class BatchWriter:
-    """Parses, merges and writes every micro-batch; keeps the totals for the job's last line."""
+    """Plans, runs and commits every micro-batch; keeps the totals for the job's last line."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: str) -> None:
         self.out = out
         self.totals = dict.fromkeys(TABLES, 0)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        files = batch.toArrow()
-        states = state.load(self.out, batch_id)
-        step = merge_files(
-            files["path"].to_pylist(), files["content"].to_pylist(), states, time.time()
+        from pyspark import StorageLevel
+
+        spark = batch.sparkSession
+        files = HadoopFiles(spark)
+        now = time.time()
+        cores = spark.sparkContext.defaultParallelism
+        files_read = spark.sparkContext.accumulator(0)
+        parsed = (
+            batch.select("path", "content")
+            .coalesce(cores * TASKS_PER_CORE)
+            .mapInArrow(partial(parse_batches, files_read=files_read), ddl(PARSED_COLUMNS))
         )
-        step["quarantine"] += self._unread(batch_id)
-        counts = {table: len(rows) for table, rows in step.items()}
-        for table, rows in step.items():
-            if rows:
-                write_table(rows_table(rows, TABLES[table]), self.out / table / f"batch={batch_id}")
-                self.totals[table] += len(rows)
+        merged = (
+            parsed.unionByName(state.load(spark, files, self.out, batch_id), True)
+            .repartition(max(cores, 1), *KEYS)
+            .mapInArrow(partial(merge_partition, now=now), ddl(OUTPUT_COLUMNS))
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        try:
+            counts, problems = self._summary(merged)
+            unread = self._unread(parsed, files, batch_id, files_read.value, now)
+            self._commit(merged, unread, counts, problems, batch_id, files)
+            states = merged.where(f"{TABLE} = '{STATE}'").select(*(c for c, _ in STATE_COLUMNS))
+            state.save(states, files, self.out, batch_id)
+        finally:
+            merged.unpersist()
+
+    @staticmethod
+    def _summary(merged: DataFrame) -> tuple[dict[str, int], list[tuple[str, str]]]:
+        """One job that runs the batch's tasks: rows per table, and each quarantined line's
+        file and reason."""
+        from pyspark.sql import functions as F
+
+        quarantined = F.when(F.col(TABLE) == "quarantine", F.struct(SOURCE_FILE, "reason"))
+        found = (
+            merged.groupBy(TABLE)
+            .agg(F.count("*").alias("rows"), F.collect_list(quarantined).alias("problems"))
+            .collect()
+        )
+        counts = dict.fromkeys(TABLES, 0) | {row[TABLE]: row["rows"] for row in found}
+        problems = [(p[SOURCE_FILE], p["reason"]) for row in found for p in row["problems"]]
+        return counts, problems
+
+    def _commit(
+        self,
+        merged: DataFrame,
+        unread: list[dict[str, Any]],
+        counts: dict[str, int],
+        problems: list[tuple[str, str]],
+        batch_id: int,
+        files: HadoopFiles,
+    ) -> None:
+        """Write the batch's tables (replacing a first attempt's) and report them."""
+        spark = merged.sparkSession
+        counts["quarantine"] += len(unread)
+        problems += [(row[SOURCE_FILE], row["reason"]) for row in unread]
+        for table, columns in TABLES.items():
+            rows = merged.where(f"{TABLE} = '{table}'").select(*(c for c, _ in columns))
+            if table == "quarantine" and unread:
+                rows = rows.unionByName(spark.createDataFrame(unread, ddl(columns)))
+            self._write(rows, table, batch_id, files, empty=not counts[table])
+            self.totals[table] += counts[table]
+        counts = {table: counts[table] for table in TABLES}
         if any(counts.values()):
             log.info("batch %d: %s", batch_id, describe(counts))
-        if counts["quarantine"]:
-            self._quarantine_files(step["quarantine"], batch_id)
-        state.save(self.out, batch_id, states)
+        if problems:
+            self._quarantine_files(problems, batch_id, files)
 
-    def _unread(self, batch_id: int) -> list[dict[str, object]]:
-        """Quarantine rows for the batch's files Spark gave no rows for: gone, or empty."""
+    def _write(
+        self, rows: DataFrame, table: str, batch_id: int, files: HadoopFiles, *, empty: bool
+    ) -> None:
+        """``rows`` as ``OUT/<table>/day=*/batch=<id>``, after deleting what a first attempt of
+        this batch wrote there (an attempt that wrote nothing left nothing to delete)."""
+        from pyspark.sql import functions as F
+
+        location = join(self.out, table)
+        files.delete_matching(join(location, f"{DAY}=*", f"{BATCH}={batch_id}"))
+        if empty:
+            return
+        (
+            rows.withColumn(DAY, day_of(table))
+            .withColumn(BATCH, F.lit(batch_id))
+            .sortWithinPartitions(DAY, *SORTED_BY[table])
+            .write.mode("append")
+            .partitionBy(DAY, BATCH)
+            .parquet(location)
+        )
+
+    def _unread(
+        self, parsed: DataFrame, files: HadoopFiles, batch_id: int, read: int, now: float
+    ) -> list[dict[str, Any]]:
+        """Quarantine rows for the batch's files Spark gave no rows for: gone, or empty. The
+        parse tasks counted the files they were given (``read``): only when the checkpoint
+        lists more are the names compared (a second job) and the others looked at."""
+        listed = batch_files(files, join(self.out, CHECKPOINT), batch_id)
+        if len(listed) <= read:
+            return []
+        seen = {same_file(row[0]) for row in parsed.select(SOURCE_FILE).distinct().collect()}
         rows = []
-        for uri in batch_files(self.out / CHECKPOINT, batch_id):
-            path = local_path(uri)
-            if path is None:
+        for uri in listed:
+            if same_file(uri) in seen:
                 continue
-            try:
-                reason = EMPTY if path.stat().st_size == 0 else None
-            except FileNotFoundError:
-                reason = VANISHED
+            size = files.size(uri)
+            reason = VANISHED if size is None else EMPTY if size == 0 else None
             if reason:
-                rows.append({"source_file": uri, "reason": reason, "quarantined_at": time.time()})
+                rows.append({SOURCE_FILE: uri, "reason": reason, "quarantined_at": now})
         return rows
 
-    def _quarantine_files(self, rows: list[dict[str, object]], batch_id: int) -> None:
+    def _quarantine_files(
+        self, problems: list[tuple[str, str]], batch_id: int, files: HadoopFiles
+    ) -> None:
         """Log each quarantined line; copy each file it came from aside with its reasons."""
         reasons: dict[str, list[str]] = defaultdict(list)
-        for row in rows:
-            log.warning("quarantined a line of %s: %s", row["source_file"], row["reason"])
-            reasons[str(row["source_file"])].append(str(row["reason"]))
-        folder = self.out / QUARANTINED / f"batch={batch_id}"
-        folder.mkdir(parents=True, exist_ok=True)
+        for uri, reason in problems:
+            log.warning("quarantined a line of %s: %s", uri, reason)
+            reasons[str(uri)].append(str(reason))
+        folder = join(self.out, QUARANTINED, f"batch={batch_id}")
         for uri, why in reasons.items():
-            source = local_path(uri)
-            name = source.name if source else uri.rsplit("/", 1)[-1]
+            name = uri.rstrip("/").rsplit("/", 1)[-1]
             copied = "copied here"
             try:
-                if source is None:
-                    raise FileNotFoundError(uri)
-                shutil.copyfile(source, folder / name)
+                files.copy(uri, join(folder, name))
             except OSError as error:
-                copied = f"not copied: {error}"
-            lines = [uri, copied, *why]
-            (folder / f"{name}.reason").write_text("\n".join(lines) + "\n")
+                copied = f"not copied: {error.args[0].splitlines()[0] if error.args else error}"
+            files.write_text(join(folder, f"{name}.reason"), "\n".join([uri, copied, *why]) + "\n")
 
 
 def describe(counts: dict[str, int]) -> str:

@@ -1,56 +1,51 @@
-"""The merge's state between micro-batches: one file per batch, ``OUT/_state/batch=<id>``.
+"""The merge's state between micro-batches: a table Spark writes per batch, ``_state/batch=<id>``.
 
-Exactly once without Spark's state store: the sink writes a batch's tables, then the merge
-states of every (run, metric) group after it (atomic rename). A batch starts from the state of
-the highest batch id below its own, so a batch re-run after a crash (Spark re-runs the last
-uncommitted one) starts from the same state as its first attempt and rewrites the same files,
-whether or not that attempt got as far as writing its own state. Only the last two are kept.
-
-The file: one line per group, its key ``[run_id, metric]`` as JSON, a tab, then
-:meth:`loadgen.pipeline.merge.RunState.dumps` (JSON never holds a raw tab).
+Exactly once without a driver-local file: each batch writes its tables, then the state of every
+(run, metric) group after it (:data:`~loadgen.pipeline.tasks.records.STATE_COLUMNS`; groups the
+batch did not touch are carried over by Spark, untouched). A batch starts from the state of the
+highest *complete* batch below its own (one Spark finished writing: its ``_SUCCESS`` marker),
+so a batch re-run after a crash (Spark re-runs the last uncommitted one) starts from the same
+state as its first attempt and rewrites the same rows, whether or not that attempt got as far
+as writing its own state. Only the last :data:`KEPT` are kept.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from loadgen.pipeline.merge import RunState
-from loadgen.pipeline.tables import STATE
-from loadgen.results.files import write_text_atomic
+from loadgen.pipeline.hadoop_fs import HadoopFiles, join
+from loadgen.pipeline.tables import STATE_TABLE
+from loadgen.pipeline.tasks.records import STATE_COLUMNS, ddl
 
-Key = tuple[str, str]
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
 PREFIX = "batch="
+SUCCESS = "_SUCCESS"
 KEPT = 2
 
 
-def _batches(folder: Path) -> dict[int, Path]:
-    found = {}
-    for path in folder.glob(f"{PREFIX}*"):
-        suffix = path.name[len(PREFIX) :]
-        if suffix.isdigit():
-            found[int(suffix)] = path
-    return found
+def _batches(files: HadoopFiles, out: str) -> list[int]:
+    suffixes = [name[len(PREFIX) :] for name in files.names(join(out, STATE_TABLE))]
+    return sorted(int(suffix) for suffix in suffixes if suffix.isdigit())
 
 
-def load(out: Path, batch_id: int) -> dict[Key, RunState]:
-    """The groups' states after the highest batch below ``batch_id`` ({} before the first)."""
-    earlier = {n: p for n, p in _batches(out / STATE).items() if n < batch_id}
-    if not earlier:
-        return {}
-    states = {}
-    for line in earlier[max(earlier)].read_text().splitlines():
-        key, _, text = line.partition("\t")
-        run_id, metric = json.loads(key)
-        states[(run_id, metric)] = RunState.loads(text)
-    return states
+def _location(out: str, batch_id: int) -> str:
+    return join(out, STATE_TABLE, f"{PREFIX}{batch_id}")
 
 
-def save(out: Path, batch_id: int, states: dict[Key, RunState]) -> None:
-    """The groups' states after ``batch_id``; the files of batches before the previous go."""
-    folder = out / STATE
-    lines = [f"{json.dumps(list(key))}\t{state.dumps()}\n" for key, state in states.items()]
-    write_text_atomic(folder / f"{PREFIX}{batch_id}", "".join(lines))
-    for number, path in _batches(folder).items():
+def load(spark: SparkSession, files: HadoopFiles, out: str, batch_id: int) -> DataFrame:
+    """The groups' states after the highest complete batch below ``batch_id`` (none before the
+    first)."""
+    for number in reversed(_batches(files, out)):
+        if number < batch_id and files.exists(join(_location(out, number), SUCCESS)):
+            return spark.read.schema(ddl(STATE_COLUMNS)).parquet(_location(out, number))
+    return spark.createDataFrame([], ddl(STATE_COLUMNS))
+
+
+def save(states: DataFrame, files: HadoopFiles, out: str, batch_id: int) -> None:
+    """The groups' states after ``batch_id``; the states of batches before the previous go."""
+    states.write.mode("overwrite").parquet(_location(out, batch_id))
+    for number in _batches(files, out):
         if number <= batch_id - KEPT:
-            path.unlink(missing_ok=True)
+            files.delete_matching(_location(out, number))

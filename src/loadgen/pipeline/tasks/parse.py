@@ -2,9 +2,9 @@
 
 Spark's JSON reader hands a line with invalid UTF-8 to Arrow as a broken string, and the whole
 micro-batch fails — again on every restart, since the checkpoint replays it. So the job reads
-each file as bytes (Spark's ``binaryFile`` source) and this module, in the driver's
-micro-batch sink (:mod:`loadgen.pipeline.sink`), turns it into rows: a usable line becomes its
-fields, anything else a row whose :data:`~loadgen.pipeline.tables.PROBLEM` says why (the merge
+each file as bytes (Spark's ``binaryFile`` source) and this module, in the executors' parse
+task (:func:`parse_batches`), turns it into rows: a usable line becomes its fields, anything
+else a row whose :data:`~loadgen.pipeline.tasks.records.PROBLEM` says why (the merge
 quarantines it). Nothing in a file can raise here.
 """
 
@@ -12,16 +12,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from loadgen.pipeline.landing import RECORD_FIELDS
-from loadgen.pipeline.tables import LANDING_TYPES, PROBLEM, RAW_LINE, SOURCE_FILE
+from loadgen.pipeline.tasks.records import (
+    LANDING_TYPES,
+    PARSED_COLUMNS,
+    PROBLEM,
+    RAW_LINE,
+    RECORD_FIELDS,
+    SOURCE_FILE,
+    arrow_schema,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark import Accumulator
 
 MAX_LINE_BYTES = 1 << 20
 """A landing line is a few KB (one histogram); a line over 1 MiB is not one of ours."""
 RAW_KEPT = 2000
 """Characters of a bad line kept in the quarantine table (the whole file is copied aside)."""
 
+EMPTY = "empty file (0 bytes): nothing to read, or still being written"
 UNTERMINATED = (
     "the last line has no newline: the file was cut short or is still being written "
     "(land files under a name starting with '.' and rename them when complete)"
@@ -94,9 +106,12 @@ def parse_line(path: str, line: bytes) -> dict[str, Any]:
 
 
 def parse_file(path: str, content: bytes) -> Iterator[dict[str, Any]]:
-    """Every line of one landing file; an unterminated last line yields a problem row.
-
-    Spark never hands over an empty file: :mod:`loadgen.pipeline.sink` quarantines those."""
+    """Every line of one landing file; an unterminated last line, or an empty file, yields a
+    problem row (Spark's reader may skip an empty file: :mod:`loadgen.pipeline.sink` then
+    quarantines it from the checkpoint's list of the batch's files)."""
+    if not content:
+        yield _problem_row(path, EMPTY)
+        return
     lines = content.split(b"\n")
     last = lines.pop()  # b"" when the file ends with a newline, as every landed file does
     for line in lines:
@@ -104,3 +119,22 @@ def parse_file(path: str, content: bytes) -> Iterator[dict[str, Any]]:
             yield parse_line(path, line)
     if last:
         yield _problem_row(path, UNTERMINATED, last)
+
+
+def parse_batches(
+    batches: Iterator[pa.RecordBatch], files_read: Accumulator | None = None
+) -> Iterator[pa.RecordBatch]:
+    """The parse task (``mapInArrow``): ``path``/``content`` rows in, one row per landing line
+    out, in :data:`~loadgen.pipeline.tasks.records.PARSED_COLUMNS`; ``files_read`` (a Spark
+    accumulator) counts the files."""
+    import pyarrow as pa
+
+    schema = arrow_schema(PARSED_COLUMNS)
+    for batch in batches:
+        if files_read is not None:
+            files_read.add(batch.num_rows)
+        paths = batch.column("path").to_pylist()
+        contents = batch.column("content").to_pylist()
+        rows = [row for path, content in zip(paths, contents, strict=True)
+                for row in parse_file(path, content)]  # fmt: skip
+        yield pa.RecordBatch.from_pylist(rows, schema)

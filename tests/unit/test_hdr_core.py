@@ -1,4 +1,4 @@
-"""The pipeline's sparse HdrHistogram V2 codec against loadgen.hdr's (hdrh's dense arrays)."""
+"""loadgen.hdr_core's numpy V2 codec (what the pipeline's executors run) against hdrh's."""
 
 import base64
 import struct
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from loadgen import hdr
-from loadgen.pipeline import codec
+from loadgen import hdr_core as codec
 from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY
 
 

@@ -1,6 +1,7 @@
 """The pipeline's merge: landing lines of one (run, metric) in, final interval and run rows out.
 
-Plain Python over :mod:`loadgen.hdr`, run in the Spark job's driver (its micro-batch sink), so
+Plain Python over :mod:`loadgen.hdr_core`, run in the Spark job's executor tasks
+(:func:`merge_partition`: each task takes the (run, metric) groups Spark's shuffle gave it), so
 the job and the unit tests run the same code and every percentile is the one the run's result
 JSON has (Java-equal, exact merges).
 
@@ -22,17 +23,30 @@ import base64
 import json
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from loadgen import hdr_core as hdr
+from loadgen.hdr_core import METRICS
+from loadgen.pipeline.tasks.records import (
+    CLOSE,
+    COUNTERS,
+    END,
+    INTERVAL,
+    OUTPUT_COLUMNS,
+    PROBLEM,
+    RAW_LINE,
+    RECORD_FIELDS,
+    SOURCE_FILE,
+    STATE,
+    TABLE,
+    arrow_schema,
+)
 
-from loadgen import hdr
-from loadgen.pipeline import codec
-from loadgen.pipeline.landing import CLOSE, COUNTERS, END, INTERVAL, RECORD_FIELDS
-from loadgen.pipeline.tables import PROBLEM, RAW_LINE, SOURCE_FILE
-from loadgen.stats import METRICS
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 SUMMARY_COLUMNS = ("count", "mean", "min", *hdr.SUMMARY_PERCENTILES, "max")
 """Latency columns of both tables, in µs (``count`` is the histogram's total)."""
@@ -45,15 +59,12 @@ REQUIRED = {
 
 
 def _sparse_text(histogram: hdr.Histogram) -> str:
-    """The state's histogram form: its non-empty buckets, cheap to store and to merge."""
-    index = base64.b64encode(histogram.index.astype("<i8").tobytes()).decode()
-    counts = base64.b64encode(histogram.counts.astype("<i8").tobytes()).decode()
-    return f"{index}.{counts}"
+    """The state's histogram form: its packed non-empty buckets, cheap to store and to merge."""
+    return base64.b64encode(hdr.pack(histogram)).decode()
 
 
 def _from_sparse_text(metric: str, text: str) -> hdr.Histogram:
-    index, counts = (np.frombuffer(base64.b64decode(part), "<i8") for part in text.split("."))
-    return hdr.Histogram(metric, index.astype(np.int64), counts.astype(np.int64))
+    return hdr.unpack(metric, base64.b64decode(text))
 
 
 @dataclass
@@ -153,9 +164,16 @@ def quarantine_row(row: Mapping[str, Any], reason: str, now: float) -> dict[str,
     }
 
 
-def _summary(histogram: hdr.Histogram) -> dict[str, Any]:
-    numbers = asdict(hdr.summary(histogram))
-    return {name: numbers[name] for name in SUMMARY_COLUMNS}
+SUMMARY_OF = "_summary_of"
+"""The histogram whose summary columns a row still needs (:func:`fill_summaries`)."""
+
+
+def fill_summaries(rows: list[dict[str, Any]]) -> None:
+    """The summary columns of every row that waits for them, all computed in one call."""
+    waiting = [row for row in rows if SUMMARY_OF in row]
+    found = hdr.summaries([row.pop(SUMMARY_OF) for row in waiting])
+    for row, latency in zip(waiting, found, strict=True):
+        row.update({name: getattr(latency, name) for name in SUMMARY_COLUMNS})
 
 
 def _new_state(row: Mapping[str, Any]) -> RunState:
@@ -172,7 +190,13 @@ def _new_state(row: Mapping[str, Any]) -> RunState:
 
 
 class _Group:
-    """Applies one batch of lines to one (run, metric) state."""
+    """Applies one batch of lines to one (run, metric) state.
+
+    Histograms stay decoded while the batch is applied: a waiting interval's merged histogram
+    in :attr:`_waiting`, the run's measured intervals as parts in :attr:`_measured`, merged once
+    (:meth:`_measured_histogram`). :meth:`close` writes them back into the state's text form.
+    An interval one worker reported in this batch keeps that worker's encoding (:attr:`_texts`):
+    the same bytes a new encoding would give for a histogram loadgen landed."""
 
     def __init__(
         self, run_id: str | None, metric: str | None, state: RunState | None, now: float
@@ -182,6 +206,9 @@ class _Group:
         self.state = state
         self.now = now
         self.step = Step(state)
+        self._waiting: dict[str, hdr.Histogram] = {}
+        self._texts: dict[str, str] = {}
+        self._measured: list[hdr.Histogram] = []
 
     def take(self, row: Mapping[str, Any]) -> None:
         reason = problem(row)
@@ -200,10 +227,11 @@ class _Group:
         return self.state
 
     def _interval(self, row: Mapping[str, Any]) -> str | None:
-        try:
-            histogram = codec.decode(self.metric, str(row["hist"]))
-        except Exception as error:  # any decoding failure is the line's fault, not the job's
-            return f"histogram not readable as {self.metric}: {error}"
+        histogram = row.get(DECODED)
+        if histogram is None:
+            histogram = hdr.decode_many([str(self.metric)], [str(row["hist"])])[0]
+        if isinstance(histogram, Exception):  # the line's fault, not the job's
+            return f"histogram not readable as {self.metric}: {histogram}"
         state = self._ensure_state(row)
         seq, worker = int(row["seq"]), str(row["worker_id"])
         key = str(seq)
@@ -218,22 +246,29 @@ class _Group:
                 warmup=_flag(row.get("warmup")),
                 workers=[worker],
                 counters=counters,
-                hist=_sparse_text(histogram),
+                hist="",
             )
+            self._waiting[key] = histogram
+            self._texts[key] = str(row["hist"])
         else:
             waiting.start = min(waiting.start, int(row["interval_start"]))
             waiting.end = max(waiting.end, int(row["interval_end"]))
             waiting.warmup = waiting.warmup and _flag(row.get("warmup"))
             waiting.workers.append(worker)
             waiting.counters = {n: waiting.counters[n] + counters[n] for n in COUNTERS}
-            merged = hdr.merge(
-                self.metric, [_from_sparse_text(self.metric, waiting.hist), histogram]
-            )
-            waiting.hist = _sparse_text(merged)
+            self._waiting[key] = hdr.merge(self.metric, [self._waiting_histogram(key), histogram])
+            self._texts.pop(key, None)
         state.seen[worker] = state.seen.get(worker, 0) + 1
         if len(state.waiting[key].workers) >= state.workers:
             self._emit(seq, complete=True)
         return None
+
+    def _waiting_histogram(self, key: str) -> hdr.Histogram:
+        """Interval ``key``'s histogram so far: decoded this batch, or from the state's text."""
+        if key not in self._waiting:
+            assert self.state is not None and self.metric is not None
+            self._waiting[key] = _from_sparse_text(self.metric, self.state.waiting[key].hist)
+        return self._waiting[key]
 
     def _end(self, row: Mapping[str, Any]) -> str | None:
         state = self._ensure_state(row)
@@ -257,13 +292,14 @@ class _Group:
     def _emit(self, seq: int, *, complete: bool) -> None:
         state = self.state
         assert state is not None
-        waiting = state.waiting.pop(str(seq))
+        key = str(seq)
+        histogram = self._waiting_histogram(key)
+        del self._waiting[key]
+        text = self._texts.pop(key, None)
+        waiting = state.waiting.pop(key)
         state.emitted.append(seq)
-        histogram = _from_sparse_text(self.metric, waiting.hist)
         if not waiting.warmup:
-            previous = _from_sparse_text(self.metric, state.measured) if state.measured else None
-            merged = hdr.merge(self.metric, [h for h in (previous, histogram) if h is not None])
-            state.measured = _sparse_text(merged)
+            self._measured.append(histogram)
             state.measured_intervals += 1
             state.measured_ms += max(waiting.end - waiting.start, 1)
             state.counters = {n: state.counters[n] + waiting.counters[n] for n in COUNTERS}
@@ -279,11 +315,20 @@ class _Group:
                 "workers_reported": len(waiting.workers),
                 "complete": complete,
                 **waiting.counters,
-                **_summary(histogram),
-                "hist": codec.encode(histogram),
+                SUMMARY_OF: histogram,
+                "hist": text if text and len(waiting.workers) == 1 else hdr.encode(histogram),
                 "merged_at": self.now,
             }
         )
+
+    def _measured_histogram(self) -> hdr.Histogram:
+        """The run's measured intervals merged: the state's, and those emitted this batch."""
+        state = self.state
+        assert state is not None and self.metric is not None
+        parts = self._measured
+        if state.measured:
+            parts = [_from_sparse_text(self.metric, state.measured), *parts]
+        return hdr.merge(self.metric, parts)
 
     def _labels(self) -> dict[str, Any]:
         state = self.state
@@ -320,11 +365,7 @@ class _Group:
             and not any(end["incomplete"] for end in state.ended.values())
             and all(row["complete"] for row in self.step.intervals)
         )
-        histogram = (
-            _from_sparse_text(self.metric, state.measured)
-            if state.measured
-            else hdr.histogram_for(self.metric)
-        )
+        histogram = self._measured_histogram()
         seconds = state.measured_ms / 1000.0
         self.step.runs.append(
             {
@@ -338,8 +379,8 @@ class _Group:
                 **state.counters,
                 "publish_rate": state.counters["sent"] / seconds if seconds else 0.0,
                 "consume_rate": state.counters["received"] / seconds if seconds else 0.0,
-                **_summary(histogram),
-                "hist": codec.encode(histogram),
+                SUMMARY_OF: histogram,
+                "hist": hdr.encode(histogram),
                 "meta": state.meta,
                 "merged_at": self.now,
             }
@@ -349,6 +390,19 @@ class _Group:
         self.state = self.step.state = RunState(
             state.workload, state.driver, state.driver_kind, state.workers, None, finished=True
         )
+        self._waiting, self._texts, self._measured = {}, {}, []
+
+    def close(self) -> None:
+        """Write the batch's decoded histograms back into the state's text form."""
+        state = self.state
+        if state is None or state.finished:
+            return
+        if self._measured:
+            state.measured = _sparse_text(self._measured_histogram())
+            self._measured = []
+        for key, histogram in self._waiting.items():
+            state.waiting[key].hist = _sparse_text(histogram)
+        self._waiting, self._texts = {}, {}
 
 
 ORDER = {INTERVAL: 0, END: 1, CLOSE: 2}
@@ -360,20 +414,102 @@ def advance(
     state: RunState | None,
     rows: Iterable[Mapping[str, Any]],
     now: float,
+    *,
+    summarize: bool = True,
 ) -> Step:
     """Apply a batch of landing lines of one (run, metric) to its state.
 
     Intervals go before end markers, and intervals in order, so a batch holding a worker's last
     interval and its end marker finishes the run in one go. A group without a run id or a known
-    metric (a malformed line) only ever yields quarantine rows.
+    metric (a malformed line) only ever yields quarantine rows. ``summarize=False`` leaves the
+    rows' summary columns to the caller's :func:`fill_summaries` (one call for many groups).
     """
     group = _Group(run_id, metric, state, now)
     for row in sorted(rows, key=lambda r: (ORDER.get(r.get("kind"), 3), _seq_of(r))):
         group.take(row)
     group.finish_if_done()
+    group.close()
+    if summarize:
+        fill_summaries([*group.step.intervals, *group.step.runs])
     return group.step
 
 
 def _seq_of(row: Mapping[str, Any]) -> int:
     seq = row.get("seq")
     return int(seq) if isinstance(seq, numbers.Integral) else -1
+
+
+def merge_partition(batches: Iterator[pa.RecordBatch], now: float) -> Iterator[pa.RecordBatch]:
+    """The merge task (``mapInArrow`` after a shuffle by run and metric): every group of the
+    partition advanced from its state, out as rows of
+    :data:`~loadgen.pipeline.tasks.records.OUTPUT_COLUMNS` (``table`` says which).
+
+    A row with a :data:`~loadgen.pipeline.tasks.records.STATE` is a group's state from the
+    previous batch, every other row a landing line. A group whose merge raises (a bug, not
+    input: input problems are quarantine rows) has its lines quarantined with the error and
+    keeps its previous state, so no batch can fail on it and replay into the same failure."""
+    import pyarrow as pa
+
+    lines: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    states: dict[tuple[Any, Any], str] = {}
+    for batch in batches:
+        for row in batch.to_pylist():
+            key = (row["run_id"], row["metric"])
+            if row[STATE] is not None:
+                states[key] = row[STATE]
+            else:
+                lines[key].append(row)
+    _decode_histograms([row for rows in lines.values() for row in rows])
+    out: list[dict[str, Any]] = []
+    for key, rows in lines.items():
+        out += group_rows(key, states.pop(key, None), rows, now)
+    out += [_state_row(key, text) for key, text in states.items()]
+    fill_summaries(out)
+    schema = arrow_schema(OUTPUT_COLUMNS)
+    for start in range(0, len(out), OUTPUT_BATCH_ROWS):
+        yield pa.RecordBatch.from_pylist(out[start : start + OUTPUT_BATCH_ROWS], schema)
+
+
+DECODED = "_decoded"
+"""A row's histogram, decoded ahead with every other row of the task (or the decoding error)."""
+
+
+def _decode_histograms(rows: list[dict[str, Any]]) -> None:
+    """Decode the histograms of every interval line of a task at once, into :data:`DECODED`."""
+    wanted = [
+        row
+        for row in rows
+        if row.get("kind") == INTERVAL
+        and row.get("metric") in METRICS
+        and isinstance(row.get("hist"), str)
+    ]
+    decoded = hdr.decode_many([row["metric"] for row in wanted], [row["hist"] for row in wanted])
+    for row, histogram in zip(wanted, decoded, strict=True):
+        row[DECODED] = histogram
+
+
+OUTPUT_BATCH_ROWS = 2048
+"""Rows per Arrow batch handed back to Spark (each row holds one or two encoded histograms)."""
+
+
+def group_rows(
+    key: tuple[Any, Any], state_text: str | None, rows: list[dict[str, Any]], now: float
+) -> list[dict[str, Any]]:
+    """One group's output rows: its interval, run and quarantine rows and its new state."""
+    run_id, metric = key
+    try:
+        state = RunState.loads(state_text) if state_text is not None else None
+        step = advance(run_id, metric, state, rows, now, summarize=False)
+    except Exception as error:  # a bug must not fail the batch: the lines wait in quarantine
+        reason = f"the merge failed on this group: {type(error).__name__}: {error}"
+        failed = [{TABLE: "quarantine", **quarantine_row(row, reason, now)} for row in rows]
+        return failed + ([_state_row(key, state_text)] if state_text is not None else [])
+    out = [{TABLE: table, **row} for table in ("intervals", "runs", "quarantine")
+           for row in getattr(step, table)]  # fmt: skip
+    if step.state is not None:
+        out.append(_state_row(key, step.state.dumps()))
+    return out
+
+
+def _state_row(key: tuple[Any, Any], text: str) -> dict[str, Any]:
+    return {TABLE: STATE, "run_id": key[0], "metric": key[1], STATE: text}

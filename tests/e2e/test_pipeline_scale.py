@@ -1,0 +1,96 @@
+"""The pipeline's per-line work runs in Spark's tasks, not in the job's driver.
+
+One embedded Spark (local[2]) for the module. A set of many landing lines is ingested next to a
+set of a few, in the same driver process: the driver's own CPU time (every thread of this
+process: the ``foreachBatch`` callback runs here) may grow with the lines by only a small share
+of what parsing and merging them costs, measured by running the very same task functions here.
+If the parse or the merge ran in the driver, its CPU would grow by at least that much.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+
+from loadgen import hdr
+from loadgen.errors import LoadgenError
+from loadgen.pipeline.ingest import IngestSettings, ingest
+from loadgen.pipeline.landing import LandingWriter, RunIdentity
+from loadgen.pipeline.tasks.merge import merge_partition
+from loadgen.pipeline.tasks.parse import parse_batches
+from loadgen.stats import METRICS, IntervalStats
+from loadgen.testing.require import unavailable
+
+pytestmark = pytest.mark.e2e
+
+DRIVER_SHARE = 0.2
+"""The driver's extra CPU for the big set, at most this share of the tasks' CPU for it."""
+
+
+def land_runs(landing: Path, runs: int, intervals: int) -> int:
+    """``runs`` one-worker runs of ``intervals`` 1-s intervals (2,000 values each) and their
+    end markers, landed as a run does; the number of landing lines."""
+    rng = np.random.default_rng(runs)
+    values = rng.lognormal(13, 1, 2000).astype(np.int64)
+    histograms = {metric: hdr.record_ns(metric, values) for metric in METRICS}
+    for run in range(runs):
+        writer = LandingWriter(landing, RunIdentity(f"run-{run}", "w0", 1, "wl", "d", "memory", {}))
+        for seq in range(intervals):
+            start = 1_795_000_000_000 + seq * 1000
+            writer.interval(IntervalStats(start, start + 1000, sent=2000, histograms=histograms))
+        writer.end(incomplete=False, stop_reason=None)
+    return runs * (intervals + 1) * len(METRICS)
+
+
+def tasks_cpu_seconds(landing: Path) -> float:
+    """What parsing and merging ``landing`` costs when this process runs the tasks itself."""
+    paths = sorted(landing.iterdir())
+    files = pa.RecordBatch.from_pydict(
+        {"path": [p.as_uri() for p in paths], "content": [p.read_bytes() for p in paths]}
+    )
+    started = time.process_time()
+    parsed = list(parse_batches(iter([files])))
+    list(merge_partition(iter(parsed), now=1.0))
+    return time.process_time() - started
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from loadgen.pipeline.spark import start_session
+
+    try:
+        session = start_session("local[2]", "loadgen scale tests")
+    except LoadgenError as error:  # no Java, no pyspark
+        unavailable(f"no embedded Spark here: {error}")
+    yield session
+    session.stop()
+
+
+def driver_cpu_seconds(spark, landing: Path, out: Path) -> float:
+    settings = IngestSettings(str(landing), str(out), "local[2]", once=True, keep_landing=True)
+    started = time.process_time()
+    ingest(spark, settings, threading.Event())
+    return time.process_time() - started
+
+
+def test_the_driver_does_no_per_line_work_and_the_tables_are_exact(spark, tmp_path):
+    land_runs(tmp_path / "few", runs=1, intervals=4)
+    lines = land_runs(tmp_path / "many", runs=40, intervals=30)
+    driver_cpu_seconds(spark, tmp_path / "few", tmp_path / "warm-up")  # Python workers start
+    few = driver_cpu_seconds(spark, tmp_path / "few", tmp_path / "few-out")
+    many = driver_cpu_seconds(spark, tmp_path / "many", tmp_path / "many-out")
+    tasks = tasks_cpu_seconds(tmp_path / "many")
+    print(f"{lines} lines: driver +{many - few:.2f} s CPU, the tasks in one process {tasks:.2f} s")
+    assert many - few < DRIVER_SHARE * tasks
+    runs = ds.dataset(tmp_path / "many-out" / "runs", partitioning="hive").to_table()
+    intervals = ds.dataset(tmp_path / "many-out" / "intervals", partitioning="hive").to_table()
+    assert runs.num_rows == 40 * len(METRICS) and intervals.num_rows == 40 * 30 * len(METRICS)
+    assert set(runs.column("count").to_pylist()) == {30 * 2000}
+    assert set(runs.column("complete").to_pylist()) == {True}
+    assert set(intervals.column("day").to_pylist()) == {"2026-11-18"}

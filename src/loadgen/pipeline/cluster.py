@@ -2,8 +2,8 @@
 ``workers`` workers, each a JVM in its own process group, for ``loadgen brokers up spark`` and
 the test suite.
 
-The pipeline runs no Python on executors (:mod:`loadgen.pipeline.spark`): they need only the JVM
-and the landing directory, so the workers start with nothing Python-specific.
+The workers start with this machine's environment; the pipeline's executors run its Python
+tasks with ``PYSPARK_PYTHON`` (the job ships their code: :mod:`loadgen.pipeline.ship`).
 """
 
 from __future__ import annotations

@@ -2,8 +2,11 @@
 
 Per batch the driver only plans and commits; every landing line is handled in executor tasks:
 
-1. **parse** (``mapInArrow`` over the batch's files, :func:`~loadgen.pipeline.tasks.parse.
-   parse_batches`): bytes → one row per line, or a problem row saying why not;
+1. **parse** (``mapInArrow``, :func:`~loadgen.pipeline.tasks.parse.parse_batches`): each of
+   the batch's files (as the checkpoint lists them) → one row per line, or a problem row saying
+   why not. The tasks read ``file:`` URIs themselves (a local or shared file system: Spark's
+   file reader costs about a millisecond of JVM time per small file); on other file systems
+   Spark's ``binaryFile`` reader hands them the bytes;
 2. **shuffle** by (run, metric), together with the previous batch's state rows
    (:mod:`loadgen.pipeline.state`);
 3. **merge** (``mapInArrow``, :func:`~loadgen.pipeline.tasks.merge.merge_partition`): each
@@ -17,9 +20,9 @@ Per batch the driver only plans and commits; every landing line is handled in ex
 The driver collects only the batch's row counts per table and its quarantine rows (file and
 reason), so the job's throughput grows with executor cores, not with one driver
 thread. Every landing file with a quarantined line is copied to ``OUT/_quarantined/batch=<id>/``
-next to a ``.reason`` file; a file that was listed but gone before it could be read (Spark
-skips it: ``ignoreMissingFiles``) or empty (Spark skips those too) gets a quarantine row from the
-checkpoint's record of the batch.
+next to a ``.reason`` file. A file that was listed but is gone before it could be read, or is
+empty, is a quarantine row too: from the task that read it, or, where Spark's reader skipped
+it (``ignoreMissingFiles``; empty files), from the checkpoint's record of the batch.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from loadgen.pipeline.checkpoint import batch_files
 from loadgen.pipeline.hadoop_fs import HadoopFiles, join
 from loadgen.pipeline.tables import BATCH, CHECKPOINT, DAY, QUARANTINED, TABLES
 from loadgen.pipeline.tasks.merge import merge_partition
-from loadgen.pipeline.tasks.parse import EMPTY, parse_batches
+from loadgen.pipeline.tasks.parse import EMPTY, VANISHED, parse_batches
 from loadgen.pipeline.tasks.records import (
     OUTPUT_COLUMNS,
     PARSED_COLUMNS,
@@ -53,7 +56,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("loadgen.pipeline")
 
 KEYS = ["run_id", "metric"]
-VANISHED = "listed for this batch, then gone before it could be read"
 TASKS_PER_CORE = 2
 """Parse tasks per executor core: the file source packs many small files into each task."""
 DAY_SOURCE = {
@@ -81,8 +83,9 @@ def day_of(table: str) -> Column:
 class BatchWriter:
     """Plans, runs and commits every micro-batch; keeps the totals for the job's last line."""
 
-    def __init__(self, out: str) -> None:
+    def __init__(self, out: str, *, read_local_files: bool = True) -> None:
         self.out = out
+        self.read_local_files = read_local_files
         self.totals = dict.fromkeys(TABLES, 0)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -93,10 +96,16 @@ class BatchWriter:
         now = time.time()
         cores = spark.sparkContext.defaultParallelism
         files_read = spark.sparkContext.accumulator(0)
-        parsed = (
-            batch.select("path", "content")
-            .coalesce(cores * TASKS_PER_CORE)
-            .mapInArrow(partial(parse_batches, files_read=files_read), ddl(PARSED_COLUMNS))
+        listed = batch_files(files, join(self.out, CHECKPOINT), batch_id)
+        local = self.read_local_files and bool(listed)
+        local = local and all(urlparse(uri).scheme == "file" for uri in listed)
+        if local:  # the tasks read the files: Spark's reader costs ~1 ms of JVM a small file
+            source = spark.createDataFrame([(uri,) for uri in listed], "path STRING")
+            source = source.repartition(min(len(listed), cores * TASKS_PER_CORE))
+        else:
+            source = batch.select("path", "content").coalesce(cores * TASKS_PER_CORE)
+        parsed = source.mapInArrow(
+            partial(parse_batches, files_read=files_read), ddl(PARSED_COLUMNS)
         )
         merged = (
             parsed.unionByName(state.load(spark, files, self.out, batch_id), True)
@@ -106,7 +115,7 @@ class BatchWriter:
         )
         try:
             counts, problems = self._summary(merged)
-            unread = self._unread(parsed, files, batch_id, files_read.value, now)
+            unread = [] if local else self._unread(parsed, listed, files, files_read.value, now)
             self._commit(merged, unread, counts, problems, batch_id, files)
             states = merged.where(f"{TABLE} = '{STATE}'").select(*(c for c, _ in STATE_COLUMNS))
             state.save(states, files, self.out, batch_id)
@@ -174,13 +183,13 @@ class BatchWriter:
             .parquet(location)
         )
 
+    @staticmethod
     def _unread(
-        self, parsed: DataFrame, files: HadoopFiles, batch_id: int, read: int, now: float
+        parsed: DataFrame, listed: list[str], files: HadoopFiles, read: int, now: float
     ) -> list[dict[str, Any]]:
-        """Quarantine rows for the batch's files Spark gave no rows for: gone, or empty. The
-        parse tasks counted the files they were given (``read``): only when the checkpoint
-        lists more are the names compared (a second job) and the others looked at."""
-        listed = batch_files(files, join(self.out, CHECKPOINT), batch_id)
+        """Quarantine rows for the batch's files Spark's reader gave no rows for: gone, or
+        empty. The parse tasks counted the files they were given (``read``): only when the
+        checkpoint lists more are the names compared (a second job) and the others looked at."""
         if len(listed) <= read:
             return []
         seen = {same_file(row[0]) for row in parsed.select(SOURCE_FILE).distinct().collect()}

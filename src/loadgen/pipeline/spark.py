@@ -3,9 +3,9 @@
 A local master, or a cluster master on a loopback address, keeps the driver on loopback
 (driver host, bind address and ``SPARK_LOCAL_IP``), so such a job never listens on the network.
 
-No Python runs on the executors: the pipeline's jobs only list, read and write files there, and
-parsing and merging happen in the driver (:mod:`loadgen.pipeline.sink`). So executors need a
-JVM and access to the landing directory, but no Python packages and no shipped code.
+The executors run the job's Python tasks (:mod:`loadgen.pipeline.tasks`, shipped with the job
+by :mod:`loadgen.pipeline.ship`): they need Python with numpy, pyarrow and pandas, and access to
+the landing directory and ``OUT``, but no loadgen.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ DEFAULT_MASTER = "local[*]"
 LOG_CONFIG = Path(__file__).resolve().with_name("log4j2.properties")
 """Spark's own log at ERROR: its startup chatter would bury the job's lines."""
 LEAN_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:CICompilerCount=1"]
-"""The driver JVM with the quick JIT only and one GC thread: its micro-batches are small, and
-the C2 compiler and parallel GC threads were most of its CPU next to a run (bench/RESULTS.md)."""
+"""The JVMs with the quick JIT only and one GC thread: with the full JIT, a micro-batch's jobs
+cost about twice the JVM CPU, most of it the C2 compiler's (bench/RESULTS.md)."""
 SETTINGS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -39,7 +39,6 @@ SETTINGS = {
     "spark.driver.extraJavaOptions": " ".join(
         [f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}", *LEAN_JVM]
     ),
-    # a cluster's executors only list and read small files for the pipeline: lean as well
     "spark.executor.extraJavaOptions": " ".join(LEAN_JVM),
 }
 LOOPBACK = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}

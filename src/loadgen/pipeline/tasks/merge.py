@@ -115,7 +115,7 @@ class RunState:
 @dataclass
 class Step:
     """What one call produced: the state to keep (``None``: nothing to keep) and the rows of
-    each output table, one field per table name of :data:`loadgen.pipeline.tables.TABLES`."""
+    each output table, one field per table name of :data:`loadgen.pipeline.tasks.records.TABLES`."""
 
     state: RunState | None
     intervals: list[dict[str, Any]] = field(default_factory=list)

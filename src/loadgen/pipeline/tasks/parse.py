@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
 from loadgen.pipeline.tasks.records import (
     LANDING_TYPES,
@@ -34,6 +35,7 @@ RAW_KEPT = 2000
 """Characters of a bad line kept in the quarantine table (the whole file is copied aside)."""
 
 EMPTY = "empty file (0 bytes): nothing to read, or still being written"
+VANISHED = "listed for this batch, then gone before it could be read"
 UNTERMINATED = (
     "the last line has no newline: the file was cut short or is still being written "
     "(land files under a name starting with '.' and rename them when complete)"
@@ -121,11 +123,25 @@ def parse_file(path: str, content: bytes) -> Iterator[dict[str, Any]]:
         yield _problem_row(path, UNTERMINATED, last)
 
 
+def read_local(path: str) -> list[dict[str, Any]]:
+    """The rows of the ``file:`` URI ``path``, read here; a file that is gone or unreadable is
+    a problem row."""
+    try:
+        with open(unquote(urlparse(path).path), "rb") as landed:
+            content = landed.read()
+    except FileNotFoundError:
+        return [_problem_row(path, VANISHED)]
+    except OSError as error:
+        return [_problem_row(path, f"could not be read: {error.strerror or error}")]
+    return list(parse_file(path, content))
+
+
 def parse_batches(
     batches: Iterator[pa.RecordBatch], files_read: Accumulator | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """The parse task (``mapInArrow``): ``path``/``content`` rows in, one row per landing line
-    out, in :data:`~loadgen.pipeline.tasks.records.PARSED_COLUMNS`; ``files_read`` (a Spark
+    """The parse task (``mapInArrow``): ``path`` and ``content`` rows in (or ``path`` alone:
+    a ``file:`` URI this task reads itself), one row per landing line out, in
+    :data:`~loadgen.pipeline.tasks.records.PARSED_COLUMNS`; ``files_read`` (a Spark
     accumulator) counts the files."""
     import pyarrow as pa
 
@@ -134,7 +150,10 @@ def parse_batches(
         if files_read is not None:
             files_read.add(batch.num_rows)
         paths = batch.column("path").to_pylist()
-        contents = batch.column("content").to_pylist()
-        rows = [row for path, content in zip(paths, contents, strict=True)
-                for row in parse_file(path, content)]  # fmt: skip
+        if "content" in batch.schema.names:
+            contents = batch.column("content").to_pylist()
+            rows = [row for path, content in zip(paths, contents, strict=True)
+                    for row in parse_file(path, content)]  # fmt: skip
+        else:
+            rows = [row for path in paths for row in read_local(path)]
         yield pa.RecordBatch.from_pylist(rows, schema)

@@ -6,7 +6,8 @@ Usage: python bench/pipeline_cost.py [--triggers 1 5] [--rounds 2] [--seconds 60
 Per round and trigger: starts ``loadgen pipeline ingest LANDING --out TABLES --trigger T``
 (embedded local[*], or with ``--standalone`` on a master and one worker started from pyspark's
 ``spark-class`` on 127.0.0.1 — then the cluster's JVMs and executors count as the ingest's CPU
-too), waits until it watches, then runs ``loadgen run`` on the in-process memory
+too), waits until it watches, measures its CPU while it watches an empty landing directory for
+15 s (``idle_cores``), then runs ``loadgen run`` on the in-process memory
 broker (10k msg/s of 1 KiB, 1-s stats intervals, ``--pipeline LANDING``) for ``--seconds``.
 Reports, over the run's wall time: CPU cores used by the ingest's whole process tree (driver
 Python, JVM, Spark's Python workers) and by the run, and the lag of each interval row (merged_at
@@ -107,6 +108,10 @@ def lags(tables: Path) -> list[float]:
     ]
 
 
+IDLE_S = 15
+"""How long the live job watches an empty landing directory before the run starts."""
+
+
 def one_round(
     trigger: float, seconds: int, master: str, cluster: list[int], env: dict[str, str]
 ) -> dict[str, float]:
@@ -115,6 +120,8 @@ def one_round(
         landing, tables = base / "landing", base / "tables"
         live = start_ingest(landing, tables, trigger, master, env)
         ingest = psutil.Process(live.pid)
+        idle_before = tree_cpu_seconds(ingest) + cluster_cpu_seconds(cluster)
+        time.sleep(IDLE_S)  # watching an empty landing directory
         before = tree_cpu_seconds(ingest) + cluster_cpu_seconds(cluster)
         wall, run_cpu = run_load(landing, base / "results", seconds)
         after = tree_cpu_seconds(ingest) + cluster_cpu_seconds(cluster)
@@ -130,6 +137,7 @@ def one_round(
         )  # fmt: skip
         once = time.perf_counter() - started
     return {
+        "idle_cores": (before - idle_before) / IDLE_S,
         "ingest_cores": (after - before) / wall,
         "run_cores": run_cpu / wall,
         "lag_p50": statistics.median(lag),

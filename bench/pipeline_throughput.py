@@ -1,7 +1,7 @@
 """How many landing lines a second ``loadgen pipeline ingest`` merges, per Spark master.
 
 Usage: python bench/pipeline_throughput.py [--runs 200] [--masters local[1] local[2]]
-       [--rounds 3] [--max-files N] [--standalone N]
+       [--rounds 3] [--max-files N] [--standalone N] [--code NAME=SRC ...]
 
 1. One real run lands its intervals: the memory driver, 2,000 msg/s, 30 s, 1-s stats intervals,
    no warm-up (cached in ``--cache`` and reused): 30 interval files and an end file, 5 lines each
@@ -16,9 +16,11 @@ Usage: python bench/pipeline_throughput.py [--runs 200] [--masters local[1] loca
    workers that run the tasks, and the driver Python's own CPU time.
 
 ``--standalone N`` adds a master ``standalone``: a Spark master and N one-core workers on
-127.0.0.1 from pyspark's ``spark-class`` (as ``loadgen brokers up spark``).
-Prints one line per measurement and a summary: the median lines/s per master, and the ratio of
-each master's median to the first's.
+127.0.0.1 from pyspark's ``spark-class`` (as ``loadgen brokers up spark``). ``--code before=
+/old/checkout/src after=src`` runs the ingest of each named source tree (its ``PYTHONPATH``) on
+every master in every round, so the trees are compared in the same run.
+Prints one line per measurement and a summary: the median lines/s per code and master, and the
+ratio of each median to the first's.
 """
 
 from __future__ import annotations
@@ -119,7 +121,9 @@ def sample(process: psutil.Popen, peaks: Peaks, stop: threading.Event) -> None:
         peaks.python_workers_mib = max(peaks.python_workers_mib, workers)
 
 
-def ingest(landing: Path, master: str, max_files: int | None) -> tuple[float, Peaks]:
+def ingest(
+    landing: Path, master: str, max_files: int | None, env: dict[str, str]
+) -> tuple[float, Peaks]:
     out = Path(tempfile.mkdtemp(prefix="loadgen-throughput-out-"))
     command = [sys.executable, "-m", "loadgen", "pipeline", "ingest", landing, "--out", out,
                "--once", "--keep-landing", "--master", master]  # fmt: skip
@@ -127,7 +131,9 @@ def ingest(landing: Path, master: str, max_files: int | None) -> tuple[float, Pe
         command += ["--max-files", str(max_files)]
     peaks, stop = Peaks(), threading.Event()
     started = time.perf_counter()
-    process = psutil.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = psutil.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
     sampler = threading.Thread(target=sample, args=(process, peaks, stop))
     sampler.start()
     _, stderr = process.communicate()
@@ -147,6 +153,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-files", type=int)
     parser.add_argument("--standalone", type=int, default=0, metavar="WORKERS")
+    parser.add_argument("--code", nargs="+", default=[f"this={REPO / 'src'}"], metavar="NAME=SRC")
     parser.add_argument(
         "--cache", type=Path, default=Path(tempfile.gettempdir()) / "loadgen-pipeline-source"
     )
@@ -167,18 +174,22 @@ def main() -> None:
 
         cluster = start_spark_cluster(workers=args.standalone)
         masters.append(cluster.address)
-    rates: dict[str, list[float]] = {master: [] for master in masters}
+    codes = dict(item.split("=", 1) for item in args.code)
+    runs = [(code, master) for master in masters for code in codes]
+    rates: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
     try:
         for round_number in range(args.rounds):
-            order = masters if round_number % 2 == 0 else masters[::-1]
-            for master in order:
-                start_up, _ = ingest(one, master, args.max_files)
-                seconds, peaks = ingest(many, master, args.max_files)
+            for code, master in runs if round_number % 2 == 0 else runs[::-1]:
+                env = {**os.environ, "PYTHONPATH": str(Path(codes[code]).resolve())}
+                start_up, _ = ingest(one, master, args.max_files, env)
+                seconds, peaks = ingest(many, master, args.max_files, env)
                 rate = lines / max(seconds - start_up, 1e-9)
-                rates[master].append(rate)
+                rates[(code, master)].append(rate)
                 print(
-                    f"round {round_number} {master}: {seconds:.1f} s - start-up {start_up:.1f} s"
-                    f" = {rate:,.0f} lines/s; peak MiB: driver Python {peaks.driver_python_mib:.0f},"
+                    f"round {round_number} {code} {master}: {seconds:.1f} s"
+                    f" - start-up {start_up:.1f} s"
+                    f" = {rate:,.0f} lines/s; peak MiB: driver Python"
+                    f" {peaks.driver_python_mib:.0f},"
                     f" JVM {peaks.jvm_mib:.0f}, Python workers {peaks.python_workers_mib:.0f};"
                     f" driver Python CPU {peaks.driver_cpu_s:.1f} s",
                     flush=True,
@@ -189,10 +200,13 @@ def main() -> None:
 
             stop_cluster(cluster)
         shutil.rmtree(base, ignore_errors=True)
-    first = statistics.median(rates[masters[0]])
-    for master in masters:
-        median = statistics.median(rates[master])
-        print(f"median {master}: {median:,.0f} lines/s, x{median / first:.2f} of {masters[0]}")
+    first = statistics.median(rates[runs[0]])
+    for code, master in runs:
+        median = statistics.median(rates[(code, master)])
+        print(
+            f"median {code} {master}: {median:,.0f} lines/s,"
+            f" x{median / first:.2f} of {' '.join(runs[0])}"
+        )
 
 
 if __name__ == "__main__":

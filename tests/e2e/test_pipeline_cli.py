@@ -11,6 +11,7 @@ Spark committed.
 
 import json
 import os
+import re
 import signal
 import site
 import subprocess
@@ -219,6 +220,29 @@ def test_the_ready_reports_and_sql_go_through_spark(ingested_run):
     assert row["run_id"] == result["run"]["runId"]
     assert row["p99_ms"] == round(result["aggregatedEndToEndLatency99pct"], 3)
     # SQL Spark rejects: tests/e2e/test_pipeline_poison.py, on its shared session
+
+
+def documented_queries() -> list[str]:
+    """The SQL of each `loadgen pipeline query tables "..."` example in docs/pipeline.md."""
+    text = (REPO / "docs" / "pipeline.md").read_text()
+    return re.findall(r'loadgen pipeline query tables "([^"]+)"', text)
+
+
+@pytest.mark.parametrize("master", [LOCAL], indirect=True)
+def test_the_documented_queries_run_on_the_tables(ingested_run):
+    result, out, _ = ingested_run
+    run_id = result["run"]["runId"]
+    last_week, one_run = documented_queries()
+    done = loadgen("pipeline", "query", out, last_week, "--json")
+    assert done.returncode == 0, done.stderr
+    (row,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert row["run_id"] == run_id
+    assert row["p99_ms"] == round(result["aggregatedEndToEndLatency99pct"], 3)
+    done = loadgen("pipeline", "query", out, one_run.replace("RUN_ID", run_id), "--json")
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    measured = [row["p99_ms"] for row in rows if not row["warmup"]]
+    assert measured == [round(v, 3) for v in result["endToEndLatency99pct"]]
 
 
 @pytest.mark.parametrize(

@@ -23,12 +23,11 @@ from loadgen import hdr
 from loadgen.errors import ConfigError, LoadgenError
 from loadgen.pipeline.ingest import IngestSettings, start_query
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
-from loadgen.pipeline.tasks.parse import MAX_LINE_BYTES
 from loadgen.pipeline.query import register_tables, run_sql
 from loadgen.pipeline.sink import BatchWriter
 from loadgen.pipeline.tables import QUARANTINED
+from loadgen.pipeline.tasks.parse import MAX_LINE_BYTES
 from loadgen.stats import METRICS, IntervalStats
-from loadgen.testing.require import unavailable
 
 pytestmark = pytest.mark.e2e
 
@@ -174,19 +173,6 @@ def steps(pipeline_spark, tmp_path_factory) -> dict[str, Step]:
     record("vanished", "zz-vanished.json", run_vanishing(pipeline_spark, settings, landing))
     done["again"] = Step("", run_live(pipeline_spark, settings), seq, read(out, "quarantine"), out)
     return done
-
-
-@pytest.fixture(scope="module")
-def pipeline_spark():
-    """One embedded Spark for the module (a start costs ~10 s)."""
-    from loadgen.pipeline.spark import start_session
-
-    try:
-        spark = start_session("local[2]", "loadgen poison tests")
-    except LoadgenError as error:  # no Java, no pyspark
-        unavailable(f"no embedded Spark here: {error}")
-    yield spark
-    spark.stop()
 
 
 @pytest.mark.parametrize("kind", KINDS)

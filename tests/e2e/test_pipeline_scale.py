@@ -19,13 +19,12 @@ import pyarrow.dataset as ds
 import pytest
 
 from loadgen import hdr
-from loadgen.errors import LoadgenError
-from loadgen.pipeline.ingest import IngestSettings, ingest
+from loadgen.pipeline.ingest import IngestSettings, ingest, start_query
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
+from loadgen.pipeline.sink import BatchWriter
 from loadgen.pipeline.tasks.merge import merge_partition
 from loadgen.pipeline.tasks.parse import parse_batches
 from loadgen.stats import METRICS, IntervalStats
-from loadgen.testing.require import unavailable
 
 pytestmark = pytest.mark.e2e
 
@@ -60,18 +59,6 @@ def tasks_cpu_seconds(landing: Path) -> float:
     return time.process_time() - started
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from loadgen.pipeline.spark import start_session
-
-    try:
-        session = start_session("local[2]", "loadgen scale tests")
-    except LoadgenError as error:  # no Java, no pyspark
-        unavailable(f"no embedded Spark here: {error}")
-    yield session
-    session.stop()
-
-
 def driver_cpu_seconds(spark, landing: Path, out: Path) -> float:
     settings = IngestSettings(str(landing), str(out), "local[2]", once=True, keep_landing=True)
     started = time.process_time()
@@ -79,12 +66,14 @@ def driver_cpu_seconds(spark, landing: Path, out: Path) -> float:
     return time.process_time() - started
 
 
-def test_the_driver_does_no_per_line_work_and_the_tables_are_exact(spark, tmp_path):
+def test_the_driver_does_no_per_line_work_and_the_tables_are_exact(pipeline_spark, tmp_path):
     land_runs(tmp_path / "few", runs=1, intervals=4)
     lines = land_runs(tmp_path / "many", runs=40, intervals=30)
-    driver_cpu_seconds(spark, tmp_path / "few", tmp_path / "warm-up")  # Python workers start
-    few = driver_cpu_seconds(spark, tmp_path / "few", tmp_path / "few-out")
-    many = driver_cpu_seconds(spark, tmp_path / "many", tmp_path / "many-out")
+    driver_cpu_seconds(
+        pipeline_spark, tmp_path / "few", tmp_path / "warm-up"
+    )  # Python workers start
+    few = driver_cpu_seconds(pipeline_spark, tmp_path / "few", tmp_path / "few-out")
+    many = driver_cpu_seconds(pipeline_spark, tmp_path / "many", tmp_path / "many-out")
     tasks = tasks_cpu_seconds(tmp_path / "many")
     print(f"{lines} lines: driver +{many - few:.2f} s CPU, the tasks in one process {tasks:.2f} s")
     assert many - few < DRIVER_SHARE * tasks
@@ -94,3 +83,37 @@ def test_the_driver_does_no_per_line_work_and_the_tables_are_exact(spark, tmp_pa
     assert set(runs.column("count").to_pylist()) == {30 * 2000}
     assert set(runs.column("complete").to_pylist()) == {True}
     assert set(intervals.column("day").to_pylist()) == {"2026-11-18"}
+
+
+def ingest_with_reader(spark, landing: Path, out: Path, *, tasks_read: bool) -> dict[str, list]:
+    settings = IngestSettings(str(landing), str(out), "local[2]", once=True, keep_landing=True)
+    query = start_query(spark, settings, BatchWriter(str(out), read_local_files=tasks_read))
+    query.awaitTermination(120)
+    assert query.exception() is None
+    tables = {}
+    for name, columns in {
+        "intervals": ["run_id", "metric", "seq", "count", "p99", "hist"],
+        "runs": ["run_id", "metric", "count", "p999", "hist"],
+        "quarantine": ["source_file", "reason"],
+    }.items():
+        rows = ds.dataset(out / name, partitioning="hive").to_table().select(columns).to_pylist()
+        for row in rows:  # file:/x from Spark's reader, file:///x from the checkpoint
+            row.update(
+                {"source_file": Path(row["source_file"]).name} if name == "quarantine" else {}
+            )
+        tables[name] = sorted(tuple(row.values()) for row in rows)
+    return tables
+
+
+def test_sparks_file_reader_and_the_tasks_own_give_the_same_tables(pipeline_spark, tmp_path):
+    """Landing files on a file system other than ``file:`` are read by Spark's reader: the
+    same rows, and the same quarantine for an empty file."""
+    landing = tmp_path / "landing"
+    land_runs(landing, runs=2, intervals=3)
+    (landing / "zz-empty.json").write_bytes(b"")
+    by_tasks = ingest_with_reader(pipeline_spark, landing, tmp_path / "tasks", tasks_read=True)
+    by_spark = ingest_with_reader(pipeline_spark, landing, tmp_path / "spark", tasks_read=False)
+    assert by_tasks == by_spark
+    assert len(by_tasks["intervals"]) == 2 * 3 * len(METRICS)
+    assert [name for name, _ in by_tasks["quarantine"]] == ["zz-empty.json"]
+    assert "empty file" in by_tasks["quarantine"][0][1]

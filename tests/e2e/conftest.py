@@ -6,13 +6,14 @@ from loadgen.errors import LoadgenError
 from loadgen.testing.require import unavailable
 
 
-@pytest.fixture(scope="module")
-def pipeline_spark(request):
-    """One embedded Spark (local[2]) for the module (a start costs ~10 s)."""
+@pytest.fixture(scope="package")
+def pipeline_spark():
+    """One embedded Spark (local[2]) for the e2e tests that drive the job in-process: a start,
+    with its Python workers' first batch, costs ~30 s."""
     from loadgen.pipeline.spark import start_session
 
     try:
-        spark = start_session("local[2]", f"loadgen {request.module.__name__}")
+        spark = start_session("local[2]", "loadgen e2e tests")
     except LoadgenError as error:  # no Java, no pyspark
         unavailable(f"no embedded Spark here: {error}")
     yield spark

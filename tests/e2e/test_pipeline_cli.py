@@ -28,6 +28,7 @@ from loadgen import hdr
 from loadgen.errors import LoadgenError
 from loadgen.pipeline.cluster import start_spark_cluster, stop_cluster
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
+from loadgen.pipeline.query import register_tables, run_sql
 from loadgen.stats import END_TO_END, METRICS, PUBLISH, PUBLISH_DELAY, IntervalStats
 from loadgen.testing.require import unavailable
 
@@ -229,18 +230,16 @@ def documented_queries() -> list[str]:
 
 
 @pytest.mark.parametrize("master", [LOCAL], indirect=True)
-def test_the_documented_queries_run_on_the_tables(ingested_run):
+def test_the_documented_queries_run_on_the_tables(ingested_run, pipeline_spark):
+    """As `loadgen pipeline query` runs them (the CLI itself: the ready-report test above)."""
     result, out, _ = ingested_run
     run_id = result["run"]["runId"]
     last_week, one_run = documented_queries()
-    done = loadgen("pipeline", "query", out, last_week, "--json")
-    assert done.returncode == 0, done.stderr
-    (row,) = [json.loads(line) for line in done.stdout.splitlines()]
+    register_tables(pipeline_spark, str(out))
+    (row,) = run_sql(pipeline_spark, last_week).collect()
     assert row["run_id"] == run_id
     assert row["p99_ms"] == round(result["aggregatedEndToEndLatency99pct"], 3)
-    done = loadgen("pipeline", "query", out, one_run.replace("RUN_ID", run_id), "--json")
-    assert done.returncode == 0, done.stderr
-    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    rows = run_sql(pipeline_spark, one_run.replace("RUN_ID", run_id)).collect()
     measured = [row["p99_ms"] for row in rows if not row["warmup"]]
     assert measured == [round(v, 3) for v in result["endToEndLatency99pct"]]
 

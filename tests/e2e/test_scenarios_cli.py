@@ -53,7 +53,9 @@ def test_a_mixed_run_over_two_worker_processes_pauses_only_catch_up_consumers(tm
     assert block["targetReached"] and block["drained"]
     build = block["phases"]["build"]
     assert build["tailingReadRate"] == pytest.approx(build["publishRate"], rel=0.05)
-    assert build["catchUpReadRate"] < 0.01 * build["publishRate"]  # paused (deliveries in flight)
+    # paused: what a catch-up consumer still reads is the deliveries in flight when it paused,
+    # over a build phase of a few seconds (1.08 % on a slow day): an unpaused one reads ~100 %
+    assert build["catchUpReadRate"] < 0.05 * build["publishRate"]
     assert result["totalMessagesReceived"] == 2 * result["totalMessagesSent"]
 
 

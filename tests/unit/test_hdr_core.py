@@ -63,3 +63,46 @@ def test_another_layout_is_refused_like_loadgen_hdr_does():
     text = hdr.encode(hdr.record_ns(END_TO_END, [5_000_000]))
     with pytest.raises(ValueError, match="expected a histogram up to"):
         codec.decode(PUBLISH, text)
+
+
+def test_decoding_many_at_once_equals_decoding_each_and_keeps_errors_to_their_line():
+    rng = np.random.default_rng(5)
+    metrics = [PUBLISH, END_TO_END, PUBLISH_DELAY, END_TO_END, PUBLISH]
+    histograms = [
+        hdr.record_ns(metric, rng.lognormal(12, 2, size).astype(np.int64))
+        for metric, size in zip(metrics, [0, 1, 500, 3000, 20], strict=True)
+    ]
+    texts = [hdr.encode(h) for h in histograms]
+    bad = ["bm9wZQ==", hdr.encode(hdr.record_ns(END_TO_END, [5_000_000]))]  # garbage, a layout
+    found = codec.decode_many([*metrics, PUBLISH, PUBLISH], [*texts, *bad])
+    for histogram, decoded in zip(histograms, found, strict=False):
+        assert decoded.index.tolist() == histogram.index.tolist()
+        assert decoded.counts.tolist() == histogram.counts.tolist()
+    assert isinstance(found[-2], ValueError) and isinstance(found[-1], ValueError)
+    assert "expected a histogram up to" in str(found[-1])
+
+
+def test_a_count_of_2_to_the_56_is_refused_for_its_line_only():
+    huge = hdr.Histogram(PUBLISH, np.array([3], np.int64), np.array([2**56], np.int64))
+    fine = hdr.record_ns(PUBLISH, [1000, 2000])
+    found = codec.decode_many([PUBLISH, PUBLISH], [hdr.encode(huge), hdr.encode(fine)])
+    assert isinstance(found[0], ValueError) and "9 bytes" in str(found[0])
+    assert found[1].total == 2
+
+
+def test_summaries_of_many_equal_each_histograms_java_equal_numbers():
+    rng = np.random.default_rng(9)
+    histograms = [hdr.histogram_for(END_TO_END)] + [
+        hdr.record_ns(metric, rng.lognormal(13, sigma, size).astype(np.int64))
+        for metric, sigma, size in [
+            (END_TO_END, 1.0, 1),
+            (PUBLISH, 2.0, 5000),
+            (END_TO_END, 3.0, 777),
+        ]
+    ]
+    for histogram, numbers in zip(histograms, codec.summaries(histograms), strict=True):
+        assert numbers.count == histogram.total
+        assert numbers.mean == codec.mean(histogram)  # Java's sum order: checked against Java
+        assert (numbers.min, numbers.max) == (histogram.min, histogram.max)
+        for name, percentile in codec.SUMMARY_PERCENTILES.items():
+            assert getattr(numbers, name) == codec.value_at_percentile(histogram, percentile)

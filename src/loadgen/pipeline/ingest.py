@@ -22,6 +22,7 @@ import contextlib
 import logging
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 from loadgen.errors import LoadgenError
 from loadgen.pipeline.hadoop_fs import join
 from loadgen.pipeline.ship import ship_tasks
-from loadgen.pipeline.sink import BatchWriter, describe
+from loadgen.pipeline.sink import BatchWriter, describe, warm_up
 from loadgen.pipeline.spark import start_session
 from loadgen.pipeline.tables import CHECKPOINT, LANDED
 
@@ -121,6 +122,11 @@ def ingest(spark: SparkSession, settings: IngestSettings, stop: threading.Event)
 
     batches = BatchWriter(settings.out)
     try:
+        if not settings.once:
+            started = time.perf_counter()
+            ship_tasks(spark)
+            warm_up(spark)
+            log.info("Spark's Python workers started in %.1f s", time.perf_counter() - started)
         query = start_query(spark, settings, batches)
         if not settings.once:
             log.info(

@@ -51,7 +51,7 @@ from loadgen.pipeline.tasks.records import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 log = logging.getLogger("loadgen.pipeline")
 
@@ -107,14 +107,10 @@ class BatchWriter:
         parsed = source.mapInArrow(
             partial(parse_batches, files_read=files_read), ddl(PARSED_COLUMNS)
         )
-        merged = (
-            parsed.unionByName(state.load(spark, files, self.out, batch_id), True)
-            .repartition(max(cores, 1), *KEYS)
-            .mapInArrow(partial(merge_partition, now=now), ddl(OUTPUT_COLUMNS))
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
+        previous = state.load(spark, files, self.out, batch_id)
+        merged = merge_plan(parsed, previous, now).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            counts, problems = self._summary(merged)
+            counts, problems = self.summary(merged)
             unread = [] if local else self._unread(parsed, listed, files, files_read.value, now)
             self._commit(merged, unread, counts, problems, batch_id, files)
             states = merged.where(f"{TABLE} = '{STATE}'").select(*(c for c, _ in STATE_COLUMNS))
@@ -123,7 +119,7 @@ class BatchWriter:
             merged.unpersist()
 
     @staticmethod
-    def _summary(merged: DataFrame) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    def summary(merged: DataFrame) -> tuple[dict[str, int], list[tuple[str, str]]]:
         """One job that runs the batch's tasks: rows per table, and each quarantined line's
         file and reason."""
         from pyspark.sql import functions as F
@@ -220,6 +216,28 @@ class BatchWriter:
             except OSError as error:
                 copied = f"not copied: {error.args[0].splitlines()[0] if error.args else error}"
             files.write_text(join(folder, f"{name}.reason"), "\n".join([uri, copied, *why]) + "\n")
+
+
+def merge_plan(parsed: DataFrame, previous: DataFrame, now: float) -> DataFrame:
+    """The parsed lines and the previous state, shuffled by (run, metric) into the merge."""
+    cores = parsed.sparkSession.sparkContext.defaultParallelism
+    return (
+        parsed.unionByName(previous, True)
+        .repartition(max(cores, 1), *KEYS)
+        .mapInArrow(partial(merge_partition, now=now), ddl(OUTPUT_COLUMNS))
+    )
+
+
+WARM_UP_FILE = "file:///nonexistent/loadgen-pipeline-warm-up.json"
+
+
+def warm_up(spark: SparkSession) -> None:
+    """Run a batch's tasks once on a file that is not there (it only yields a quarantine row,
+    not written anywhere), so the live job's first real batch finds the Python workers started
+    and the JVM's shuffle and Arrow paths compiled: its rows then lag like every other batch's."""
+    lines = spark.createDataFrame([(WARM_UP_FILE,)], "path STRING")
+    parsed = lines.mapInArrow(parse_batches, ddl(PARSED_COLUMNS))
+    BatchWriter.summary(merge_plan(parsed, spark.createDataFrame([], ddl(STATE_COLUMNS)), 0.0))
 
 
 def describe(counts: dict[str, int]) -> str:

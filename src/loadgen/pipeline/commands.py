@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from loadgen.pipeline.hadoop_fs import is_uri
 from loadgen.pipeline.spark import DEFAULT_MASTER, parse_conf
 from loadgen.results.writable import check_outputs
 from loadgen.spec import parse_duration
@@ -39,7 +40,7 @@ def pipeline() -> None:
 def location(value: str, option: str) -> str:
     """A local directory (checked now, created if absent: exit 2 if it cannot take files) as an
     absolute path, or a URI of another file system (``hdfs://``, ``s3a://``...) as given."""
-    if "://" in value:
+    if is_uri(value):
         return value
     directory = Path(value).resolve()
     check_outputs({option: directory})  # before Spark starts: that alone takes seconds
@@ -144,7 +145,7 @@ def query(
         )
     statement, args = (sql, {}) if report is None else report_sql(report, run_id, metric)
     settings = parse_conf(conf)
-    tables = tables if "://" in tables else str(Path(tables).resolve())
+    tables = tables if is_uri(tables) else str(Path(tables).resolve())
     check_tables(tables)
     spark = start_session(master, "loadgen pipeline query", settings)
     try:

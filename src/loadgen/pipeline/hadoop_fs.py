@@ -82,6 +82,11 @@ class HadoopFiles:
             raise OSError(str(error.java_exception)) from None
 
 
+def is_uri(path: str) -> bool:
+    """A URI of some file system (``hdfs://``, ``s3a://``, ``file://``...), not a local path."""
+    return "://" in path
+
+
 def join(base: str, *parts: str) -> str:
     """``base/part/...`` for a URI or a local path."""
     return "/".join([base.rstrip("/"), *parts])

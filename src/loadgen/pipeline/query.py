@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadgen.errors import ConfigError
-from loadgen.pipeline.hadoop_fs import HadoopFiles, join
+from loadgen.pipeline.hadoop_fs import HadoopFiles, is_uri, join
 from loadgen.pipeline.tables import CHECKPOINT, TABLES
 from loadgen.pipeline.tasks.records import ddl
 
@@ -47,7 +47,7 @@ intervals. Each takes the named parameters shown."""
 def check_tables(tables: str) -> None:
     """Refuse a local TABLES path that no ingest wrote to, before paying for a Spark start (a
     URI of another file system is checked by Spark when it reads)."""
-    if "://" not in tables and not (Path(tables) / CHECKPOINT).is_dir():
+    if not is_uri(tables) and not (Path(tables) / CHECKPOINT).is_dir():
         raise ConfigError(
             "no pipeline tables here",
             path="TABLES",

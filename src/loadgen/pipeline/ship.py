@@ -10,7 +10,6 @@ own version of this code, whatever else an executor has installed.
 
 from __future__ import annotations
 
-import os
 import tempfile
 import zipfile
 from pathlib import Path
@@ -45,10 +44,16 @@ def build_archive(folder: Path) -> Path:
     return archive
 
 
+_SHIPPED: set[str] = set()
+"""The Spark applications of this process that have the zip already."""
+
+
 def ship_tasks(spark: SparkSession) -> None:
-    """Add the tasks' zip to ``spark``: every executor's Python tasks import it first. One path
-    per process, so a second query on the same session adds the same file again (Spark keeps
-    the first) instead of a second file of the same name (which it refuses)."""
-    folder = Path(tempfile.gettempdir()) / f"loadgen-tasks-{os.getpid()}"
-    folder.mkdir(exist_ok=True)
+    """Add the tasks' zip to ``spark``: every executor's Python tasks import it first. Once per
+    Spark application: the warm-up and every query on the same session share it."""
+    application = spark.sparkContext.applicationId
+    if application in _SHIPPED:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="loadgen-tasks-"))
     spark.sparkContext.addPyFile(str(build_archive(folder)))
+    _SHIPPED.add(application)

@@ -337,6 +337,7 @@ def _run_each(requests: list[RunRequest], output: Output) -> int:
 
 def _run_and_show(request: RunRequest, output: Output) -> RunReport:
     """Run ``request`` with the live display chosen, then say what it wrote and found."""
+    stop.refuse_after_signal()
     spec, workload = request.driver, request.workload
     title = f"{request.name} on {spec.name} ({spec.kind})"
     click.echo(f"== {title}", err=True)

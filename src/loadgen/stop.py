@@ -117,6 +117,13 @@ def handling() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+def refuse_after_signal() -> None:
+    """Raise KeyboardInterrupt if a signal came earlier: a signal during a run's teardown is
+    not allowed to cost its result, so the run completes, and the next run must not start."""
+    if WATCH.stop is not None:
+        raise KeyboardInterrupt
+
+
 def left(cap_s: float) -> float:
     """How long a wait after a signal may take: its cap, within what the budget has left."""
     return cap_s if WATCH.stop is None else WATCH.stop.left(cap_s)

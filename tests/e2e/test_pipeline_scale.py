@@ -9,6 +9,8 @@ If the parse or the merge ran in the driver, its CPU would grow by at least that
 
 from __future__ import annotations
 
+import multiprocessing
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,7 +20,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 
+import loadgen
 from loadgen import hdr
+from loadgen.pipeline import ship
 from loadgen.pipeline.ingest import IngestSettings, ingest, start_query
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
 from loadgen.pipeline.sink import BatchWriter
@@ -117,3 +121,16 @@ def test_sparks_file_reader_and_the_tasks_own_give_the_same_tables(pipeline_spar
     assert len(by_tasks["intervals"]) == 2 * 3 * len(METRICS)
     assert [name for name, _ in by_tasks["quarantine"]] == ["zz-empty.json"]
     assert "empty file" in by_tasks["quarantine"][0][1]
+
+
+def loadgen_origin() -> str:
+    return loadgen.__file__
+
+
+def test_the_shipped_zip_stays_off_the_drivers_path(pipeline_spark):
+    """PySpark adds a zip to the driver's path too: its stub loadgen would be what a process
+    this one spawns imports (the Pravega driver's control process failed so)."""
+    ship.ship_tasks(pipeline_spark)
+    assert not [entry for entry in sys.path if ship.ARCHIVE in entry]
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.apply(loadgen_origin) == loadgen.__file__

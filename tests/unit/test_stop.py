@@ -87,3 +87,18 @@ def test_no_checkpoint_is_built_after_a_signal():
     finally:
         stop.WATCH.stop = None
     assert heard == [1, "teardown"]
+
+
+def test_a_signal_a_teardown_kept_from_the_run_stops_the_next_run_before_it_starts():
+    """The matrix, sweep and list-of-runs loops all start each run through _run_and_show."""
+    from loadgen import cli
+
+    with stop.handling():
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:  # what the teardown does: the run's result is kept
+            pass
+        with pytest.raises(KeyboardInterrupt):
+            cli._run_and_show(None, None)  # refused before the request is looked at
+    assert stop.WATCH.stop is not None and stop.WATCH.stop.signum == signal.SIGINT
+    stop.WATCH.stop = None

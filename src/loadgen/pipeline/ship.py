@@ -10,6 +10,7 @@ own version of this code, whatever else an executor has installed.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -55,5 +56,8 @@ def ship_tasks(spark: SparkSession) -> None:
     if application in _SHIPPED:
         return
     folder = Path(tempfile.mkdtemp(prefix="loadgen-tasks-"))
+    before = list(sys.path)
     spark.sparkContext.addPyFile(str(build_archive(folder)))
+    sys.path[:] = before  # PySpark puts the zip on the driver's path too, where its stub
+    # loadgen would shadow the real one for every process this one spawns
     _SHIPPED.add(application)

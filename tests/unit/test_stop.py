@@ -1,6 +1,7 @@
 """The stop budget (loadgen.stop): one deadline for every wait after a signal, and a second
 signal that exits at once."""
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -94,10 +95,8 @@ def test_a_signal_a_teardown_kept_from_the_run_stops_the_next_run_before_it_star
     from loadgen import cli
 
     with stop.handling():
-        try:
+        with contextlib.suppress(KeyboardInterrupt):  # as the teardown does: the result is kept
             signal.raise_signal(signal.SIGINT)
-        except KeyboardInterrupt:  # what the teardown does: the run's result is kept
-            pass
         with pytest.raises(KeyboardInterrupt):
             cli._run_and_show(None, None)  # refused before the request is looked at
     assert stop.WATCH.stop is not None and stop.WATCH.stop.signum == signal.SIGINT

@@ -190,11 +190,11 @@ def _merge_parts(metric: str, histograms: list[Histogram]) -> Histogram:
     if len(parts) == 1:
         return parts[0]
     index = np.concatenate([h.index for h in parts])
-    counts = np.concatenate([h.counts for h in parts])
-    unique, inverse = np.unique(index, return_inverse=True)
-    summed = np.zeros(len(unique), dtype=np.int64)
-    np.add.at(summed, inverse, counts)
-    return Histogram(metric, unique, summed)
+    order = np.argsort(index, kind="stable")
+    index = index[order]
+    firsts = np.flatnonzero(np.diff(index, prepend=-1))  # where each bucket's run starts
+    summed = np.add.reduceat(np.concatenate([h.counts for h in parts])[order], firsts)
+    return Histogram(metric, index[firsts], summed)
 
 
 def pack(histogram: Histogram) -> bytes:
@@ -318,10 +318,10 @@ def summaries(histograms: list[Histogram]) -> list[LatencySummary]:
     per step for the lot, not per histogram (the bucket geometry below the highest trackable
     value is the same for every metric). Only the mean is summed per histogram, from its first
     bucket, as Java sums it."""
-    if not histograms:
-        return []
+    lengths = np.array([len(h.index) for h in histograms], np.int64)
+    if not lengths.any():
+        return [LatencySummary(0, 0.0, 0, 0, 0, 0, 0, 0, 0, 0) for _ in histograms]
     geometry = layout(histograms[0].metric)
-    lengths = np.array([len(h.index) for h in histograms])
     ends = np.cumsum(lengths)
     starts = ends - lengths
     index = np.concatenate([h.index for h in histograms])
@@ -336,24 +336,39 @@ def summaries(histograms: list[Histogram]) -> list[LatencySummary]:
     positions = np.searchsorted(ranks, before[:, None] + targets.astype(np.int64), side="left")
     at = np.minimum(positions, max(len(index) - 1, 0))
     terms = (lowest + (size >> 1)).astype(np.float64) * counts.astype(np.float64)
-    found = []
-    for n, (start, end, total) in enumerate(
-        zip(starts.tolist(), ends.tolist(), totals.tolist(), strict=True)
-    ):
-        if total == 0:
-            found.append(LatencySummary(0, 0.0, 0, 0, 0, 0, 0, 0, 0, 0))
-            continue
-        percentiles = highest[at[n]].tolist()
-        found.append(
-            LatencySummary(
-                count=total,
-                mean=float(np.cumsum(terms[start:end])[-1]) / total,
-                max=int(highest[end - 1]),
-                min=int(lowest[start]),
-                **dict(zip(SUMMARY_PERCENTILES, percentiles, strict=True)),
-            )
-        )
-    return found
+    sums = _sums_in_order(terms, starts, lengths).tolist()
+    percentiles = highest[at].tolist()
+    maxima = highest[ends - 1].tolist()  # of an empty one: another's, not used
+    minima = lowest[np.minimum(starts, len(lowest) - 1)].tolist()
+    return [
+        LatencySummary(total, sums[n] / total, *percentiles[n], max=maxima[n], min=minima[n])
+        if total
+        else LatencySummary(0, 0.0, 0, 0, 0, 0, 0, 0, 0, 0)
+        for n, total in enumerate(totals.tolist())
+    ]
+
+
+SUM_BLOCK = 1 << 20
+"""Cells of the zero-padded table :func:`_sums_in_order` sums at a time (8 MiB of float64)."""
+
+
+def _sums_in_order(terms: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The sum of each segment of ``terms``, added one term at a time from its first, as
+    Java's loop adds them (a difference of one prefix sum over all would round otherwise).
+    The segments are rows of a zero-padded table, accumulated along the rows: adding 0.0
+    after a row's last term leaves its sum as it is."""
+    sums = np.zeros(len(lengths), np.float64)
+    width = int(lengths.max(initial=0))
+    if width == 0:
+        return sums
+    rows = max(SUM_BLOCK // width, 1)
+    for first in range(0, len(lengths), rows):
+        block_lengths = lengths[first : first + rows]
+        table = np.zeros((len(block_lengths), width), np.float64)
+        filled = np.arange(width)[None, :] < block_lengths[:, None]
+        table[filled] = terms[starts[first] : starts[first] + int(block_lengths.sum())]
+        sums[first : first + rows] = np.add.accumulate(table, axis=1)[:, -1]
+    return sums
 
 
 COMPRESSION_COOKIE = 0x1C849304 | 0x10

@@ -90,9 +90,12 @@ def test_a_count_of_2_to_the_56_is_refused_for_its_line_only():
     assert found[1].total == 2
 
 
-def test_summaries_of_many_equal_each_histograms_java_equal_numbers():
+@pytest.mark.parametrize("block", [codec.SUM_BLOCK, 1, 3000])  # the means' table in parts
+def test_summaries_of_many_equal_each_histograms_java_equal_numbers(block, monkeypatch):
+    monkeypatch.setattr(codec, "SUM_BLOCK", block)
     rng = np.random.default_rng(9)
-    histograms = [hdr.histogram_for(END_TO_END)] + [
+    empty = hdr.histogram_for(END_TO_END)
+    histograms = [empty] + [
         hdr.record_ns(metric, rng.lognormal(13, sigma, size).astype(np.int64))
         for metric, sigma, size in [
             (END_TO_END, 1.0, 1),
@@ -100,6 +103,8 @@ def test_summaries_of_many_equal_each_histograms_java_equal_numbers():
             (END_TO_END, 3.0, 777),
         ]
     ]
+    histograms.insert(2, empty)
+    histograms.append(empty)
     for histogram, numbers in zip(histograms, codec.summaries(histograms), strict=True):
         assert numbers.count == histogram.total
         assert numbers.mean == codec.mean(histogram)  # Java's sum order: checked against Java

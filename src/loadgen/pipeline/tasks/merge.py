@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import numbers
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loadgen import hdr_core as hdr
@@ -103,7 +102,7 @@ class RunState:
     finished: bool = False
 
     def dumps(self) -> str:
-        return json.dumps(asdict(self))
+        return json.dumps(self, default=vars)  # this and its Waiting items as their fields
 
     @classmethod
     def loads(cls, text: str) -> RunState:
@@ -124,7 +123,7 @@ class Step:
 
 
 def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    return value is None or value != value  # null, or a NaN (pandas' null)
 
 
 def _flag(value: Any) -> bool:

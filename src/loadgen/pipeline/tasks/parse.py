@@ -49,6 +49,13 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
     "STRING": (str,),
 }
 _INT_BITS = {"INT": 31, "BIGINT": 63, "DOUBLE": 63}
+_CHECKS = {
+    name: (kind, _PYTHON_TYPES[kind], _INT_BITS.get(kind))
+    for name in RECORD_FIELDS
+    for kind in [LANDING_TYPES.get(name, "STRING")]
+}
+"""Per field, in order: its Spark type, the exact Python types ``json`` gives for it (``bool``
+is not an ``int`` here) and the bits an integer may use."""
 
 
 def _raw(line: bytes) -> str:
@@ -62,20 +69,16 @@ def _problem_row(path: str, reason: str, line: bytes = b"") -> dict[str, Any]:
 
 def _type_problem(record: dict[str, Any]) -> str | None:
     """Why a field would not convert to its Spark type (Arrow would fail the whole batch)."""
-    for name in RECORD_FIELDS:
+    for name, (kind, types, bits) in _CHECKS.items():
         value = record.get(name)
         if value is None:
             continue
-        kind = LANDING_TYPES.get(name, "STRING")
-        if not isinstance(value, _PYTHON_TYPES[kind]) or (
-            kind != "BOOLEAN" and isinstance(value, bool)
-        ):
+        if type(value) not in types:
             got = f"{type(value).__name__} {value!r:.80}"
             return f"JSON of the wrong shape: field {name!r} should be {kind}, got {got}"
-        bits = _INT_BITS.get(kind)
-        if bits and isinstance(value, int) and not -(2**bits) <= value < 2**bits:
+        if bits and type(value) is int and not -(2**bits) <= value < 2**bits:
             return f"field {name!r} is out of range for {kind}: {value}"
-        if isinstance(value, str) and not value.isascii():
+        if type(value) is str and not value.isascii():
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:

@@ -467,9 +467,9 @@ def decode_many(metrics: list[str], texts: list[str]) -> list[Histogram | Except
         if len(texts) == 1:
             return [error]
         return [decode_many([m], [t])[0] for m, t in zip(metrics, texts, strict=True)]
-    line_ends = np.cumsum([len(payload) for payload in payloads])
+    sizes = np.array([len(payload) for payload in payloads])
     starts = np.concatenate(([0], np.flatnonzero(data < 0x80)[:-1] + 1))
-    line = np.searchsorted(line_ends, starts, side="right")  # the histogram of each varint
+    line = np.repeat(np.arange(len(payloads)), sizes)[starts]  # the histogram of each varint
     steps = np.where(values < 0, -values, 1)
     position = np.cumsum(steps) - steps
     first = np.searchsorted(line, np.arange(len(payloads)), side="left")

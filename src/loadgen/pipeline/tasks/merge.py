@@ -41,6 +41,7 @@ from loadgen.pipeline.tasks.records import (
     SOURCE_FILE,
     STATE,
     TABLE,
+    TABLES,
     arrow_schema,
 )
 
@@ -208,6 +209,8 @@ class _Group:
         self._waiting: dict[str, hdr.Histogram] = {}
         self._texts: dict[str, str] = {}
         self._measured: list[hdr.Histogram] = []
+        self._emitted = set(state.emitted) if state is not None else set()
+        self._labels: dict[str, Any] | None = None
 
     def take(self, row: Mapping[str, Any]) -> None:
         reason = problem(row)
@@ -235,9 +238,15 @@ class _Group:
         seq, worker = int(row["seq"]), str(row["worker_id"])
         key = str(seq)
         waiting = state.waiting.get(key)
-        if seq in state.emitted or (waiting and worker in waiting.workers):
+        if seq in self._emitted or (waiting and worker in waiting.workers):
             return f"duplicate: worker {worker} already reported interval {seq}"
         counters = {name: 0 if _missing(row.get(name)) else int(row[name]) for name in COUNTERS}
+        if state.workers == 1:  # the only worker: its interval is final as it comes
+            state.seen[worker] = state.seen.get(worker, 0) + 1
+            start, end = int(row["interval_start"]), int(row["interval_end"])
+            warmup = _flag(row.get("warmup"))
+            self._record(seq, start, end, warmup, [worker], True, counters, histogram, row["hist"])
+            return None
         if waiting is None:
             state.waiting[key] = Waiting(
                 start=int(row["interval_start"]),
@@ -295,27 +304,49 @@ class _Group:
         histogram = self._waiting_histogram(key)
         del self._waiting[key]
         text = self._texts.pop(key, None)
-        waiting = state.waiting.pop(key)
+        item = state.waiting.pop(key)
+        self._record(
+            seq, item.start, item.end, item.warmup, item.workers, complete, item.counters,
+            histogram, text,
+        )  # fmt: skip
+
+    def _record(
+        self,
+        seq: int,
+        start: int,
+        end: int,
+        warmup: bool,
+        workers: list[str],
+        complete: bool,
+        counters: dict[str, int],
+        histogram: hdr.Histogram,
+        text: str | None,
+    ) -> None:
+        """Interval ``seq``'s row, and its part of the run when measured. A single worker's
+        ``text`` is the row's histogram as it came; a merged one is encoded anew."""
+        state = self.state
+        assert state is not None
+        self._emitted.add(seq)
         state.emitted.append(seq)
-        if not waiting.warmup:
+        if not warmup:
             self._measured.append(histogram)
             state.measured_intervals += 1
-            state.measured_ms += max(waiting.end - waiting.start, 1)
-            state.counters = {n: state.counters[n] + waiting.counters[n] for n in COUNTERS}
-            state.started = waiting.start if state.started is None else state.started
-            state.ended_at = waiting.end
+            state.measured_ms += max(end - start, 1)
+            state.counters = {n: state.counters[n] + counters[n] for n in COUNTERS}
+            state.started = start if state.started is None else state.started
+            state.ended_at = end
         self.step.intervals.append(
             {
-                **self._labels(),
+                **self._labels_of_rows(),
                 "seq": seq,
-                "interval_start": waiting.start,
-                "interval_end": waiting.end,
-                "warmup": waiting.warmup,
-                "workers_reported": len(waiting.workers),
+                "interval_start": start,
+                "interval_end": end,
+                "warmup": warmup,
+                "workers_reported": len(workers),
                 "complete": complete,
-                **waiting.counters,
+                **counters,
                 SUMMARY_OF: histogram,
-                "hist": text if text and len(waiting.workers) == 1 else hdr.encode(histogram),
+                "hist": text if text and len(workers) == 1 else hdr.encode(histogram),
                 "merged_at": self.now,
             }
         )
@@ -329,17 +360,20 @@ class _Group:
             parts = [_from_sparse_text(self.metric, state.measured), *parts]
         return hdr.merge(self.metric, parts)
 
-    def _labels(self) -> dict[str, Any]:
+    def _labels_of_rows(self) -> dict[str, Any]:
+        """The group's label columns: set when its state is made, the same on every row."""
         state = self.state
         assert state is not None
-        return {
-            "run_id": self.run_id,
-            "metric": self.metric,
-            "workload": state.workload,
-            "driver": state.driver,
-            "driver_kind": state.driver_kind,
-            "workers": state.workers,
-        }
+        if self._labels is None:
+            self._labels = {
+                "run_id": self.run_id,
+                "metric": self.metric,
+                "workload": state.workload,
+                "driver": state.driver,
+                "driver_kind": state.driver_kind,
+                "workers": state.workers,
+            }
+        return self._labels
 
     def finish_if_done(self) -> None:
         """Emit the run once every worker ended and every interval it announced arrived."""
@@ -368,7 +402,7 @@ class _Group:
         seconds = state.measured_ms / 1000.0
         self.step.runs.append(
             {
-                **self._labels(),
+                **self._labels_of_rows(),
                 "intervals": state.measured_intervals,
                 "run_start": state.started,
                 "run_end": state.ended_at,
@@ -435,6 +469,8 @@ def advance(
 
 def _seq_of(row: Mapping[str, Any]) -> int:
     seq = row.get("seq")
+    if type(seq) is int:  # as Arrow gives it; the check below is ten times slower
+        return seq
     return int(seq) if isinstance(seq, numbers.Integral) else -1
 
 
@@ -459,14 +495,22 @@ def merge_partition(batches: Iterator[pa.RecordBatch], now: float) -> Iterator[p
             else:
                 lines[key].append(row)
     _decode_histograms([row for rows in lines.values() for row in rows])
-    out: list[dict[str, Any]] = []
+    out: dict[str, list[dict[str, Any]]] = {table: [] for table in OUTPUTS}
     for key, rows in lines.items():
-        out += group_rows(key, states.pop(key, None), rows, now)
-    out += [_state_row(key, text) for key, text in states.items()]
-    fill_summaries(out)
+        for table, found in group_rows(key, states.pop(key, None), rows, now).items():
+            out[table] += found
+    out[STATE] += [_state_row(key, text) for key, text in states.items()]
+    fill_summaries([*out["intervals"], *out["runs"]])
     schema = arrow_schema(OUTPUT_COLUMNS)
-    for start in range(0, len(out), OUTPUT_BATCH_ROWS):
-        yield pa.RecordBatch.from_pylist(out[start : start + OUTPUT_BATCH_ROWS], schema)
+    columns = schema.remove(schema.get_field_index(TABLE))
+    for table, rows in out.items():
+        for start in range(0, len(rows), OUTPUT_BATCH_ROWS):
+            part = pa.RecordBatch.from_pylist(rows[start : start + OUTPUT_BATCH_ROWS], columns)
+            named = pa.array([table] * part.num_rows, pa.string())
+            yield pa.RecordBatch.from_arrays(
+                [named if name == TABLE else part.column(name) for name in schema.names],
+                schema=schema,
+            )
 
 
 DECODED = "_decoded"
@@ -491,24 +535,27 @@ OUTPUT_BATCH_ROWS = 2048
 """Rows per Arrow batch handed back to Spark (each row holds one or two encoded histograms)."""
 
 
+OUTPUTS = (*TABLES, STATE)
+"""What the merge's rows are for: a table, or the state (the :data:`TABLE` column)."""
+
+
 def group_rows(
     key: tuple[Any, Any], state_text: str | None, rows: list[dict[str, Any]], now: float
-) -> list[dict[str, Any]]:
-    """One group's output rows: its interval, run and quarantine rows and its new state."""
+) -> dict[str, list[dict[str, Any]]]:
+    """One group's output rows by :data:`OUTPUTS`: its interval, run and quarantine rows and
+    its new state."""
     run_id, metric = key
     try:
         state = RunState.loads(state_text) if state_text is not None else None
         step = advance(run_id, metric, state, rows, now, summarize=False)
     except Exception as error:  # a bug must not fail the batch: the lines wait in quarantine
         reason = f"the merge failed on this group: {type(error).__name__}: {error}"
-        failed = [{TABLE: "quarantine", **quarantine_row(row, reason, now)} for row in rows]
-        return failed + ([_state_row(key, state_text)] if state_text is not None else [])
-    out = [{TABLE: table, **row} for table in ("intervals", "runs", "quarantine")
-           for row in getattr(step, table)]  # fmt: skip
-    if step.state is not None:
-        out.append(_state_row(key, step.state.dumps()))
-    return out
+        kept = [_state_row(key, state_text)] if state_text is not None else []
+        return {"quarantine": [quarantine_row(row, reason, now) for row in rows], STATE: kept}
+    found = {table: getattr(step, table) for table in TABLES}
+    new_state = [] if step.state is None else [_state_row(key, step.state.dumps())]
+    return found | {STATE: new_state}
 
 
 def _state_row(key: tuple[Any, Any], text: str) -> dict[str, Any]:
-    return {TABLE: STATE, "run_id": key[0], "metric": key[1], STATE: text}
+    return {"run_id": key[0], "metric": key[1], STATE: text}

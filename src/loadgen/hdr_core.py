@@ -350,24 +350,29 @@ def summaries(histograms: list[Histogram]) -> list[LatencySummary]:
 
 SUM_BLOCK = 1 << 20
 """Cells of the zero-padded table :func:`_sums_in_order` sums at a time (8 MiB of float64)."""
+SUM_ROWS = 256
+"""Histograms per table at most: its width is the longest one's, so rows of like length."""
 
 
 def _sums_in_order(terms: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The sum of each segment of ``terms``, added one term at a time from its first, as
     Java's loop adds them (a difference of one prefix sum over all would round otherwise).
-    The segments are rows of a zero-padded table, accumulated along the rows: adding 0.0
-    after a row's last term leaves its sum as it is."""
+    The segments, shortest first, are rows of zero-padded tables accumulated along the rows:
+    adding 0.0 after a row's last term leaves its sum as it is."""
     sums = np.zeros(len(lengths), np.float64)
-    width = int(lengths.max(initial=0))
-    if width == 0:
-        return sums
-    rows = max(SUM_BLOCK // width, 1)
-    for first in range(0, len(lengths), rows):
-        block_lengths = lengths[first : first + rows]
-        table = np.zeros((len(block_lengths), width), np.float64)
-        filled = np.arange(width)[None, :] < block_lengths[:, None]
-        table[filled] = terms[starts[first] : starts[first] + int(block_lengths.sum())]
-        sums[first : first + rows] = np.add.accumulate(table, axis=1)[:, -1]
+    order = np.argsort(lengths, kind="stable")
+    ordered = lengths[order]
+    first = int(np.searchsorted(ordered, 1))  # empty ones sum to 0.0
+    while first < len(order):
+        widest = int(ordered[min(first + SUM_ROWS, len(order)) - 1])
+        rows = order[first : first + max(min(SUM_ROWS, SUM_BLOCK // widest), 1)]
+        width = int(lengths[rows].max())
+        column = np.arange(width)
+        filled = column[None, :] < lengths[rows][:, None]
+        cells = np.where(filled, starts[rows][:, None] + column[None, :], 0)
+        table = np.where(filled, terms[cells], 0.0)
+        sums[rows] = np.add.accumulate(table, axis=1)[:, -1]
+        first += len(rows)
     return sums
 
 

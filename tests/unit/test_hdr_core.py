@@ -90,9 +90,12 @@ def test_a_count_of_2_to_the_56_is_refused_for_its_line_only():
     assert found[1].total == 2
 
 
-@pytest.mark.parametrize("block", [codec.SUM_BLOCK, 1, 3000])  # the means' table in parts
-def test_summaries_of_many_equal_each_histograms_java_equal_numbers(block, monkeypatch):
+@pytest.mark.parametrize(
+    ("block", "rows"), [(codec.SUM_BLOCK, codec.SUM_ROWS), (1, 1), (3000, 2)]
+)  # the means' tables: as shipped, a row each, and two rows of a bounded size
+def test_summaries_of_many_equal_each_histograms_java_equal_numbers(block, rows, monkeypatch):
     monkeypatch.setattr(codec, "SUM_BLOCK", block)
+    monkeypatch.setattr(codec, "SUM_ROWS", rows)
     rng = np.random.default_rng(9)
     empty = hdr.histogram_for(END_TO_END)
     histograms = [empty] + [

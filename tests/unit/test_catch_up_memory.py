@@ -53,7 +53,9 @@ def test_a_catch_up_run_pauses_builds_resumes_and_drains(tmp_path):
     assert block["backlogBytes"] == block["backlogMessages"] * 1024
     assert outcome.build_started_ms < outcome.build_ended_ms < outcome.drain_ended_ms
     build = block["phases"]["build"]
-    assert build["catchUpReadRate"] < 0.01 * build["publishRate"]  # paused (deliveries in flight)
+    # paused: the deliveries in flight when it paused, over a build phase of a few seconds
+    # (1.37 % on a slow day, as in tests/e2e/test_scenarios_cli.py); unpaused it reads ~100 %
+    assert build["catchUpReadRate"] < 0.05 * build["publishRate"]
     assert block["drainRate"] > 10_000  # read faster than produced: that is a drain
     assert block["drainSeconds"] == pytest.approx(block["phases"]["drain"]["seconds"])
     assert "endToEndTailing" not in build  # no tailing subscription: OMB's catch-up

@@ -474,7 +474,8 @@ def decode_many(metrics: list[str], texts: list[str]) -> list[Histogram | Except
         return [decode_many([m], [t])[0] for m, t in zip(metrics, texts, strict=True)]
     sizes = np.array([len(payload) for payload in payloads])
     starts = np.concatenate(([0], np.flatnonzero(data < 0x80)[:-1] + 1))
-    line = np.repeat(np.arange(len(payloads)), sizes)[starts]  # the histogram of each varint
+    owner = np.repeat(np.arange(len(payloads), dtype=np.int32), sizes)  # of each byte
+    line = owner[starts]  # the histogram of each varint
     steps = np.where(values < 0, -values, 1)
     position = np.cumsum(steps) - steps
     first = np.searchsorted(line, np.arange(len(payloads)), side="left")

@@ -241,32 +241,24 @@ class _Group:
         if seq in self._emitted or (waiting and worker in waiting.workers):
             return f"duplicate: worker {worker} already reported interval {seq}"
         counters = {name: 0 if _missing(row.get(name)) else int(row[name]) for name in COUNTERS}
+        start, end = int(row["interval_start"]), int(row["interval_end"])
+        warmup = _flag(row.get("warmup"))
+        state.seen[worker] = state.seen.get(worker, 0) + 1
         if state.workers == 1:  # the only worker: its interval is final as it comes
-            state.seen[worker] = state.seen.get(worker, 0) + 1
-            start, end = int(row["interval_start"]), int(row["interval_end"])
-            warmup = _flag(row.get("warmup"))
-            self._record(seq, start, end, warmup, [worker], True, counters, histogram, row["hist"])
+            self._record(seq, start, end, warmup, 1, True, counters, histogram, row["hist"])
             return None
         if waiting is None:
-            state.waiting[key] = Waiting(
-                start=int(row["interval_start"]),
-                end=int(row["interval_end"]),
-                warmup=_flag(row.get("warmup")),
-                workers=[worker],
-                counters=counters,
-                hist="",
-            )
+            state.waiting[key] = Waiting(start, end, warmup, [worker], counters, hist="")
             self._waiting[key] = histogram
             self._texts[key] = str(row["hist"])
         else:
-            waiting.start = min(waiting.start, int(row["interval_start"]))
-            waiting.end = max(waiting.end, int(row["interval_end"]))
-            waiting.warmup = waiting.warmup and _flag(row.get("warmup"))
+            waiting.start = min(waiting.start, start)
+            waiting.end = max(waiting.end, end)
+            waiting.warmup = waiting.warmup and warmup
             waiting.workers.append(worker)
             waiting.counters = {n: waiting.counters[n] + counters[n] for n in COUNTERS}
             self._waiting[key] = hdr.merge(self.metric, [self._waiting_histogram(key), histogram])
             self._texts.pop(key, None)
-        state.seen[worker] = state.seen.get(worker, 0) + 1
         if len(state.waiting[key].workers) >= state.workers:
             self._emit(seq, complete=True)
         return None
@@ -306,7 +298,7 @@ class _Group:
         text = self._texts.pop(key, None)
         item = state.waiting.pop(key)
         self._record(
-            seq, item.start, item.end, item.warmup, item.workers, complete, item.counters,
+            seq, item.start, item.end, item.warmup, len(item.workers), complete, item.counters,
             histogram, text,
         )  # fmt: skip
 
@@ -316,14 +308,15 @@ class _Group:
         start: int,
         end: int,
         warmup: bool,
-        workers: list[str],
+        reported: int,
         complete: bool,
         counters: dict[str, int],
         histogram: hdr.Histogram,
         text: str | None,
     ) -> None:
-        """Interval ``seq``'s row, and its part of the run when measured. A single worker's
-        ``text`` is the row's histogram as it came; a merged one is encoded anew."""
+        """Interval ``seq``'s row, and its part of the run when measured. ``reported``: how
+        many workers' lines it merges; one worker's ``text`` is the row's histogram as it came,
+        a merged one is encoded anew."""
         state = self.state
         assert state is not None
         self._emitted.add(seq)
@@ -342,11 +335,11 @@ class _Group:
                 "interval_start": start,
                 "interval_end": end,
                 "warmup": warmup,
-                "workers_reported": len(workers),
+                "workers_reported": reported,
                 "complete": complete,
                 **counters,
                 SUMMARY_OF: histogram,
-                "hist": text if text and len(workers) == 1 else hdr.encode(histogram),
+                "hist": text if text and reported == 1 else hdr.encode(histogram),
                 "merged_at": self.now,
             }
         )
@@ -469,7 +462,7 @@ def advance(
 
 def _seq_of(row: Mapping[str, Any]) -> int:
     seq = row.get("seq")
-    if type(seq) is int:  # as Arrow gives it; the check below is ten times slower
+    if type(seq) is int:  # as Arrow gives it: cheaper than the ABC check below, per line
         return seq
     return int(seq) if isinstance(seq, numbers.Integral) else -1
 

@@ -89,6 +89,11 @@ class RunOutcome:
     pending_acks: int = 0
     drain_seconds: float = 0.0
     undelivered: int = 0
+    counts_inconclusive: bool = False
+    """The drain's counts cannot show that each acknowledged message arrived: some arrived
+    twice, or a send counted as failed may have been stored (its confirm lost with a
+    connection) and delivered in place of one still on its way. The broker is then asked what
+    it still holds, as when messages are ``undelivered``."""
     phase_seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of each lifecycle phase that ran (``topics``, ``probe``, ``measure``...)."""
     placement: dict[str, Any] = field(default_factory=dict)

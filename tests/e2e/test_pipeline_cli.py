@@ -32,7 +32,7 @@ from loadgen.pipeline.query import register_tables, run_sql
 from loadgen.stats import END_TO_END, METRICS, PUBLISH, PUBLISH_DELAY, IntervalStats
 from loadgen.testing.require import unavailable
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.pipeline]
 
 REPO = Path(__file__).resolve().parents[2]
 MEMORY = REPO / "configs/drivers/memory.yaml"

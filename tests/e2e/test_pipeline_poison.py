@@ -29,7 +29,7 @@ from loadgen.pipeline.tables import QUARANTINED
 from loadgen.pipeline.tasks.parse import MAX_LINE_BYTES
 from loadgen.stats import METRICS, IntervalStats
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.pipeline]
 
 RUN = "poison"
 

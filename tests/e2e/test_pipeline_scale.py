@@ -30,7 +30,7 @@ from loadgen.pipeline.tasks.merge import merge_partition
 from loadgen.pipeline.tasks.parse import parse_batches
 from loadgen.stats import METRICS, IntervalStats
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.pipeline]
 
 DRIVER_SHARE = 0.2
 """The driver's extra CPU for the big set, at most this share of the tasks' CPU for it."""

@@ -204,6 +204,6 @@ def test_rabbitmq_restart_with_quorum_queues_and_confirms_loses_nothing(tmp_path
     # confirmed messages on quorum queues survive; unacknowledged deliveries come again; and a
     # message whose confirm was lost with the connection counts as an error, not as sent, yet
     # may have been stored and delivered: at most the confirm window's worth
-    assert result["totalLost"] == 0
+    assert result["totalLost"] == 0, (result["deliveryAccounting"], output)
     unconfirmed = result["totalMessagesReceived"] - result["totalMessagesSent"]
     assert 0 <= unconfirmed - result["totalDuplicates"] <= 1000

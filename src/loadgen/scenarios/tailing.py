@@ -390,7 +390,8 @@ def _account(worker: Worker, outcome: RunOutcome, *, ask_broker: bool) -> Accoun
     had stopped answering)."""
     drained = not outcome.incomplete
     try:
-        ledgers = worker.accounting(ask_broker=ask_broker and drained and outcome.undelivered > 0)
+        unsure = outcome.undelivered > 0 or outcome.counts_inconclusive
+        ledgers = worker.accounting(ask_broker=ask_broker and drained and unsure)
         return account(ledgers, drained=drained)
     except Exception as error:  # the result must be written all the same
         log.warning("accounting for lost and duplicated messages failed: %s", error)
@@ -432,6 +433,7 @@ def _finish(
     # drain waits for it on top, or it would end with a message still on its way (seen: one
     # duplicate, one message called lost, a drain of 1 ms after a RabbitMQ restart)
     duplicates = sum(stats.duplicates for stats in measurement.intervals)
+    failed_sends = sum(stats.send_errors for stats in measurement.intervals)
     expected = worker.sent_so_far() * workload.subscriptions_per_topic + duplicates
     deadline = started + options.drain_timeout_s
     while worker.received_so_far() < expected and time.monotonic() < deadline:
@@ -439,6 +441,9 @@ def _finish(
     if worker.received_so_far() > expected:
         _settle(worker, deadline)
     outcome.drain_seconds = time.monotonic() - started
+    outcome.counts_inconclusive = bool(duplicates or failed_sends or outcome.pending_acks) or (
+        worker.received_so_far() > expected
+    )
     outcome.undelivered = max(0, expected - worker.received_so_far())
     if outcome.undelivered:
         log.warning(

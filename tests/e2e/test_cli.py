@@ -146,7 +146,9 @@ def test_validate_accepts_every_shipped_config():
     assert done.stdout.count("ok") == len(files)
 
 
-@pytest.mark.parametrize("kind", ["kafka", "rabbitmq", "pulsar", "spark"])
+@pytest.mark.parametrize(
+    "kind", ["kafka", "rabbitmq", "pulsar", pytest.param("spark", marks=pytest.mark.pipeline)]
+)
 def test_brokers_up_status_down_manage_a_local_broker(tmp_path, kind):
     if kind == "rabbitmq" and not rabbitmq_installed():
         unavailable("rabbitmq-server is not installed")

@@ -5,7 +5,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from drivers.kafka import Driver
 from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec
@@ -40,6 +40,9 @@ class Inbox:
         return len(self.items)
 
 
+PARTITIONS = 16
+
+
 @pytest.fixture
 def driver(kafka_spec):
     kafka = Driver.from_config(kafka_spec)
@@ -50,7 +53,7 @@ def driver(kafka_spec):
 @pytest.fixture
 def topic(driver):
     name = f"it-{uuid.uuid4().hex[:8]}"
-    driver.create_topics([TopicSpec(name, 16)])
+    driver.create_topics([TopicSpec(name, PARTITIONS)])
     yield name
     driver.delete_topics([name])
 
@@ -106,7 +109,7 @@ def test_each_message_comes_back_with_its_id_intended_time_and_partition(driver,
     assert {payload: got[payload][:2] for payload in sent} == {
         payload: (message_id, intended) for payload, (_, message_id, intended) in sent.items()
     }
-    assert {p for _, _, p in got.values()} <= set(range(16))
+    assert {p for _, _, p in got.values()} <= set(range(PARTITIONS))
     partitions_of_key = {}
     for payload, (key, _, _) in sent.items():
         if key is not None:
@@ -117,15 +120,13 @@ def test_each_message_comes_back_with_its_id_intended_time_and_partition(driver,
 
 
 def read_back(driver, topic, count):
-    """``count`` messages of ``topic`` as a plain client reads them: payload and headers."""
+    """``count`` messages of ``topic`` as a plain client reads them: payload and headers. Its
+    partitions are assigned, not subscribed: a group join would cost the test ~20 s of
+    librdkafka's default session timeout on tansu."""
     raw = Consumer(
-        {
-            "bootstrap.servers": driver.config.bootstrap_servers,
-            "group.id": f"raw-{uuid.uuid4().hex[:6]}",
-            "auto.offset.reset": "earliest",
-        }
+        {"bootstrap.servers": driver.config.bootstrap_servers, "group.id": "raw-read-back"}
     )
-    raw.subscribe([topic])
+    raw.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
     messages = []
     deadline = time.monotonic() + 30
     while len(messages) < count and time.monotonic() < deadline:

@@ -22,12 +22,14 @@ def one_minute_run(kafka_spec, tailing, tmp_path_factory):
     )
 
 
+@pytest.mark.long
 def test_one_minute_at_10k_hits_the_rate_within_one_percent(one_minute_run):
     rate = sent_per_second(measured_intervals(one_minute_run.outcome.intervals))
     assert rate == pytest.approx(10_000, rel=0.01)
     assert len(one_minute_run.result["publishRate"]) == 6
 
 
+@pytest.mark.long
 def test_one_minute_at_10k_receives_every_message_sent(one_minute_run):
     result = one_minute_run.result
     assert result["totalPublishErrors"] == 0
@@ -37,6 +39,7 @@ def test_one_minute_at_10k_receives_every_message_sent(one_minute_run):
     assert result["aggregatedPublishLatency99pct"] > 0
 
 
+@pytest.mark.long
 def test_result_is_readable_by_omb_create_charts(one_minute_run, tmp_path):
     """Runs OMB's create_charts.py when OMB_CREATE_CHARTS points at it (pygal needed)."""
     script = Path(__import__("os").environ.get("OMB_CREATE_CHARTS", "/nonexistent"))

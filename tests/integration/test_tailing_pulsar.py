@@ -111,11 +111,13 @@ def held_by_the_broker(half_minute_run, pulsar_broker, deliveries):
     return held
 
 
+@pytest.mark.long
 def test_half_a_minute_at_5k_on_16_partitions_holds_the_rate(half_minute_run):
     rate = sent_per_second(measured_intervals(half_minute_run.outcome.intervals))
     assert rate == pytest.approx(5_000, rel=0.01)
 
 
+@pytest.mark.long
 def test_half_a_minute_at_5k_receives_every_message_once(half_minute_run, deliveries):
     result = half_minute_run.result
     assert result["driver"] == "Pulsar"
@@ -128,6 +130,7 @@ def test_half_a_minute_at_5k_receives_every_message_once(half_minute_run, delive
     assert result["aggregatedPublishLatency99pct"] > 0
 
 
+@pytest.mark.long
 def test_what_loadgen_did_not_receive_the_broker_still_holds(
     half_minute_run, deliveries, held_by_the_broker
 ):

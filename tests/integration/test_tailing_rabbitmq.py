@@ -27,11 +27,13 @@ def half_minute_run(rabbitmq_spec, tailing, tmp_path_factory):
     )
 
 
+@pytest.mark.long
 def test_half_a_minute_at_5k_holds_the_rate(half_minute_run):
     rate = sent_per_second(measured_intervals(half_minute_run.outcome.intervals))
     judge_rate(half_minute_run.result, rate, 5_000, rel=0.01)
 
 
+@pytest.mark.long
 def test_half_a_minute_at_5k_receives_every_message_sent(half_minute_run):
     result = half_minute_run.result
     assert result["driver"] == "RabbitMQ"
@@ -44,6 +46,7 @@ def test_half_a_minute_at_5k_receives_every_message_sent(half_minute_run):
     assert result["totalMessagesSent"] > 150_000
 
 
+@pytest.mark.long
 def test_the_run_leaves_no_exchange_or_queue_behind(half_minute_run, rabbitmq_broker):
     topic = half_minute_run.outcome.topics[0]
     queues = json.loads(rabbitmqctl(rabbitmq_broker, "list_queues", "name", "--formatter", "json"))

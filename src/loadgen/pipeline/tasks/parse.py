@@ -50,12 +50,13 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
 }
 _INT_BITS = {"INT": 31, "BIGINT": 63, "DOUBLE": 63}
 _CHECKS = {
-    name: (kind, _PYTHON_TYPES[kind], _INT_BITS.get(kind))
+    name: (kind, _PYTHON_TYPES[kind], -(1 << bits), 1 << bits)
     for name in RECORD_FIELDS
     for kind in [LANDING_TYPES.get(name, "STRING")]
+    for bits in [_INT_BITS.get(kind, 0)]
 }
-"""Per field, in order: its Spark type, the exact Python types ``json`` gives for it (``bool``
-is not an ``int`` here) and the bits an integer may use."""
+"""Per field: its Spark type, the exact Python types ``json`` gives for it (``bool`` is not an
+``int`` here) and the range ``[low, high)`` an integer must be in (where ints are allowed)."""
 
 
 def _raw(line: bytes) -> str:
@@ -68,17 +69,22 @@ def _problem_row(path: str, reason: str, line: bytes = b"") -> dict[str, Any]:
 
 
 def _type_problem(record: dict[str, Any]) -> str | None:
-    """Why a field would not convert to its Spark type (Arrow would fail the whole batch)."""
-    for name, (kind, types, bits) in _CHECKS.items():
-        value = record.get(name)
-        if value is None:
+    """Why a field would not convert to its Spark type (Arrow would fail the whole batch).
+    Fields we do not keep are not converted, so not checked; a line's fields are checked in the
+    line's order, in one pass (this runs for every line)."""
+    checks = _CHECKS
+    for name, value in record.items():
+        check = checks.get(name)
+        if check is None or value is None:
             continue
-        if type(value) not in types:
-            got = f"{type(value).__name__} {value!r:.80}"
+        kind, types, low, high = check
+        python_type = type(value)
+        if python_type not in types:
+            got = f"{python_type.__name__} {value!r:.80}"
             return f"JSON of the wrong shape: field {name!r} should be {kind}, got {got}"
-        if bits and type(value) is int and not -(2**bits) <= value < 2**bits:
+        if python_type is int and not low <= value < high:
             return f"field {name!r} is out of range for {kind}: {value}"
-        if type(value) is str and not value.isascii():
+        if python_type is str and not value.isascii():
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:

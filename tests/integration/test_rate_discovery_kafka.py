@@ -5,7 +5,7 @@ import pytest
 from loadgen.request import RunOptions, RunRequest
 from loadgen.runner import run_one
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 
 def test_discovery_ramps_up_then_backs_off_when_the_broker_falls_behind(

@@ -10,7 +10,7 @@ import yaml
 
 from loadgen.spec import load_yaml
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 RATES = (1_000, 3_000, 5_000)
 

@@ -185,8 +185,9 @@ def test_a_panic_in_process_is_converted_but_ctrl_c_passes_through():
 
 
 def test_ctrl_c_while_waiting_is_not_swallowed_and_kills_the_child(child):
-    # Python's own SIGINT handler, as a process has it: interrupt_main() does nothing under a
-    # handler an earlier test of this process may have left (seen once in a full run)
+    # Python's own SIGINT handler, as an interactive process has it: interrupt_main() does
+    # nothing while SIGINT is ignored, as it is in a suite started in the background by a
+    # non-interactive shell (bash's `&`: Python then keeps the inherited SIG_IGN)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         ctrl_c_while_waiting(child)

@@ -24,7 +24,7 @@ from loadgen.testing.rabbitmq import INSTALL_HINT, rabbitmq_installed, rabbitmqc
 from loadgen.testing.require import unavailable
 from loadgen.testing.tansu import SESSION_OUTLASTING_AN_OUTAGE, start_tansu
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 RATE = 500
 DOWN_S = 3.0

@@ -441,10 +441,11 @@ def _finish(
     if worker.received_so_far() > expected:
         _settle(worker, deadline)
     outcome.drain_seconds = time.monotonic() - started
+    received = worker.received_so_far()  # once: both verdicts on the same count
     outcome.counts_inconclusive = bool(duplicates or failed_sends or outcome.pending_acks) or (
-        worker.received_so_far() > expected
+        received > expected
     )
-    outcome.undelivered = max(0, expected - worker.received_so_far())
+    outcome.undelivered = max(0, expected - received)
     if outcome.undelivered:
         log.warning(
             "%d messages were not received within the %.0f s drain",

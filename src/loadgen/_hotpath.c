@@ -12,7 +12,9 @@
  *
  * Clocks: CLOCK_MONOTONIC is what time.perf_counter_ns() reads on Linux (the producer loop's
  * send times come from it), CLOCK_REALTIME what time.time_ns() reads (the stamp's send times).
- * tests/unit/test_recorder.py checks both against Python's.
+ * setup.py builds this file only where Python reports those two clocks (Linux; elsewhere, e.g.
+ * macOS and Windows, the pure-Python engine records), and tests/unit/test_recorder.py checks both
+ * against Python's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -51,21 +53,21 @@ static inline void column_store(Column *column, int64_t value) {
     column->data[column->len++] = value;
 }
 
-/* The column's values as bytes; the column starts empty (a buffer far bigger than what it
- * held is given back, so one burst does not keep its memory for the rest of the run). */
-static PyObject *column_take(Column *column) {
-    PyObject *taken = PyBytes_FromStringAndSize(
-        (const char *)column->data, column->len * (Py_ssize_t)sizeof(int64_t));
-    if (taken == NULL) {
-        return NULL;
-    }
+/* A copy of the column's values as bytes; the column is left as it is. */
+static PyObject *column_copy(const Column *column) {
+    return PyBytes_FromStringAndSize((const char *)column->data,
+                                     column->len * (Py_ssize_t)sizeof(int64_t));
+}
+
+/* Empty the column (a buffer far bigger than what it held is given back, so one burst does not
+ * keep its memory for the rest of the run). Allocates nothing, so it cannot fail. */
+static void column_reset(Column *column) {
     if (column->cap > 65536 && column->len < column->cap / 4) {
         PyMem_Free(column->data);
         column->data = NULL;
         column->cap = 0;
     }
     column->len = 0;
-    return taken;
 }
 
 static int64_t clock_ns(clockid_t clock) {
@@ -138,9 +140,64 @@ static void ack_dealloc(Ack *self) {
     PyObject_Free(self);
 }
 
-/* ack(error=None, *client_args): what a driver calls once per message. */
+/* The parameters of on_done(message_id, intended_ns, sent_ns, error, *client_args), the
+ * pure-Python engine's signature; an Ack is on_done with the first three bound. */
+static const char *const ON_DONE_PARAMETERS[] = {"message_id", "intended_ns", "sent_ns", "error"};
+#define ON_DONE_ARITY 4
+
+/* Fill `values` from a call's positional `args` and keyword `kwargs` the way Python binds them
+ * to on_done's signature when the first `bound` parameters are already given: TypeError for an
+ * unknown keyword, a parameter given twice or one missing; positional arguments past `error` are
+ * the client's own and ignored. */
+static int on_done_arguments(PyObject *args, PyObject *kwargs, Py_ssize_t bound,
+                             PyObject *values[ON_DONE_ARITY]) {
+    Py_ssize_t positional = bound + PyTuple_GET_SIZE(args);
+    for (Py_ssize_t i = bound; i < ON_DONE_ARITY; i++) {
+        values[i] = i < positional ? PyTuple_GET_ITEM(args, i - bound) : NULL;
+    }
+    Py_ssize_t next = 0;
+    PyObject *key, *value;
+    while (kwargs != NULL && PyDict_Next(kwargs, &next, &key, &value)) {
+        Py_ssize_t i = 0;
+        while (i < ON_DONE_ARITY &&
+               !(PyUnicode_Check(key) &&
+                 PyUnicode_CompareWithASCIIString(key, ON_DONE_PARAMETERS[i]) == 0)) {
+            i++;
+        }
+        if (i == ON_DONE_ARITY) {
+            PyErr_Format(PyExc_TypeError, "on_done() got an unexpected keyword argument '%S'", key);
+            return -1;
+        }
+        if (i < positional) {
+            PyErr_Format(PyExc_TypeError, "on_done() got multiple values for argument '%s'",
+                         ON_DONE_PARAMETERS[i]);
+            return -1;
+        }
+        values[i] = value;
+    }
+    for (Py_ssize_t i = bound; i < ON_DONE_ARITY; i++) {
+        if (values[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "on_done() missing required argument '%s'",
+                         ON_DONE_PARAMETERS[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ack(error, *client_args): what a driver calls once per message; `error` may be passed by
+ * keyword, as to the pure-Python engine's acknowledgement. */
 static PyObject *ack_call(Ack *self, PyObject *args, PyObject *kwargs) {
-    PyObject *error = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : Py_None;
+    PyObject *error;
+    if (kwargs == NULL && PyTuple_GET_SIZE(args) > 0) {
+        error = PyTuple_GET_ITEM(args, 0);
+    } else {
+        PyObject *values[ON_DONE_ARITY];
+        if (on_done_arguments(args, kwargs, 3, values) < 0) {
+            return NULL;
+        }
+        error = values[3];
+    }
     if (producer_ack(self->core, self->message_id, self->intended_ns, self->sent_ns, error) < 0) {
         return NULL;
     }
@@ -150,7 +207,8 @@ static PyObject *ack_call(Ack *self, PyObject *args, PyObject *kwargs) {
 static PyTypeObject AckType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "loadgen._hotpath.Ack",
-    .tp_doc = "One message's acknowledgement: call it with the error (None when acknowledged).",
+    .tp_doc = "One message's acknowledgement: ack(error, *client_args), error None when "
+              "acknowledged.",
     .tp_basicsize = sizeof(Ack),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_dealloc = (destructor)ack_dealloc,
@@ -195,35 +253,43 @@ static PyObject *producer_bind(ProducerCore *self, PyObject *const *args, Py_ssi
 }
 
 /* on_done(message_id, intended_ns, sent_ns, error, *client_args): the unbound form. */
-static PyObject *producer_on_done(ProducerCore *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 4) {
-        PyErr_SetString(PyExc_TypeError, "on_done(message_id, intended_ns, sent_ns, error, ...)");
+static PyObject *producer_on_done(ProducerCore *self, PyObject *args, PyObject *kwargs) {
+    PyObject *values[ON_DONE_ARITY];
+    if (on_done_arguments(args, kwargs, 0, values) < 0) {
         return NULL;
     }
     int64_t message_id, intended_ns, sent_ns;
-    if (as_int64(args[0], &message_id) < 0 || as_int64(args[1], &intended_ns) < 0 ||
-        as_int64(args[2], &sent_ns) < 0) {
+    if (as_int64(values[0], &message_id) < 0 || as_int64(values[1], &intended_ns) < 0 ||
+        as_int64(values[2], &sent_ns) < 0) {
         return NULL;
     }
-    if (producer_ack(self, message_id, intended_ns, sent_ns, args[3]) < 0) {
+    if (producer_ack(self, message_id, intended_ns, sent_ns, values[3]) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
 }
 
-/* take() -> (publish, publish_delay, publish_from_intended, acked) as bytes of int64. */
+/* take() -> (publish, publish_delay, publish_from_intended, acked) as bytes of int64. Everything
+ * is allocated before any column is emptied, so a failure leaves all four as they were. */
 static PyObject *producer_take(ProducerCore *self, PyObject *unused) {
-    PyObject *publish = column_take(&self->publish);
-    PyObject *delay = publish ? column_take(&self->delay) : NULL;
-    PyObject *corrected = delay ? column_take(&self->from_intended) : NULL;
-    PyObject *acked = corrected ? column_take(&self->acked) : NULL;
-    if (acked == NULL) {
-        Py_XDECREF(publish);
-        Py_XDECREF(delay);
-        Py_XDECREF(corrected);
+    Column *columns[] = {&self->publish, &self->delay, &self->from_intended, &self->acked};
+    const Py_ssize_t count = (Py_ssize_t)(sizeof(columns) / sizeof(columns[0]));
+    PyObject *taken = PyTuple_New(count);
+    if (taken == NULL) {
         return NULL;
     }
-    return Py_BuildValue("(NNNN)", publish, delay, corrected, acked);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *values = column_copy(columns[i]);
+        if (values == NULL) {
+            Py_DECREF(taken);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(taken, i, values);
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        column_reset(columns[i]);
+    }
+    return taken;
 }
 
 static PyObject *producer_acked_count(ProducerCore *self, void *unused) {
@@ -233,7 +299,7 @@ static PyObject *producer_acked_count(ProducerCore *self, void *unused) {
 static PyMethodDef producer_methods[] = {
     {"bind", (PyCFunction)(void (*)(void))producer_bind, METH_FASTCALL,
      "bind(message_id, intended_ns, sent_ns): the message's acknowledgement callable."},
-    {"on_done", (PyCFunction)(void (*)(void))producer_on_done, METH_FASTCALL,
+    {"on_done", (PyCFunction)(void (*)(void))producer_on_done, METH_VARARGS | METH_KEYWORDS,
      "on_done(message_id, intended_ns, sent_ns, error, *client_args)."},
     {"take", (PyCFunction)producer_take, METH_NOARGS,
      "The four columns since the last take, as bytes of int64."},
@@ -308,7 +374,11 @@ static PyObject *consumer_on_message(ConsumerCore *self, PyObject *const *args,
 
 /* take() -> the delivery rows since the last take, as bytes of int64. */
 static PyObject *consumer_take(ConsumerCore *self, PyObject *unused) {
-    return column_take(&self->rows);
+    PyObject *taken = column_copy(&self->rows);
+    if (taken != NULL) {
+        column_reset(&self->rows);
+    }
+    return taken;
 }
 
 static PyObject *consumer_received(ConsumerCore *self, void *unused) {

@@ -33,6 +33,7 @@ from loadgen.report.console import (
     format_catch_up,
     format_clock_correction,
     format_outages,
+    format_verdicts,
     host_busy_note,
     unread_note,
 )
@@ -41,6 +42,7 @@ from loadgen.report.shape import format_shape
 from loadgen.request import RunOptions, RunRequest
 from loadgen.results.files import all_or_none, result_stem, write_json_atomic
 from loadgen.results.intervals_csv import write_intervals_csv
+from loadgen.results.run_verdicts import drain_failed
 from loadgen.results.verdict import format_checks, judge_report
 from loadgen.results.writable import check_outputs
 from loadgen.runner import run_one
@@ -171,6 +173,16 @@ RUN_OPTIONS = (
         "10m",
         "Catch-up runs: the longest the backlog may take to build, and then to drain.",
     ),
+    click.option(
+        "--backlog-drain-timeout",
+        metavar="DURATION|forever",
+        callback=opts.backlog_drain_timeout,
+        default=None,
+        help="Catch-up runs: the longest the backlog may take to drain [the workload's "
+        "backlogDrainTimeout, else --catch-up-timeout]. A drain whose backlog does not shrink "
+        "for 3 stats intervals (at least 5 s) stops sooner; either way the run ends there and "
+        "exits 1. `forever` waits as OMB does, stalled or not.",
+    ),
     opts.timeout(
         "--drain-timeout",
         "10s",
@@ -211,10 +223,14 @@ STUDY_PLACEMENT = (opts.WORKERS, opts.WORKERS_WAIT, opts.PROCESSES, opts.TOKEN)
 
 
 def _slo_exit(output: Output) -> None:
-    """Exit 1 naming the runs that missed a --slo threshold (after every run was made); else
+    """Exit 1 naming the runs that missed a --slo threshold or whose catch-up drain did not
+    come (after every run was made); else
     5 or 6 when files could not be written where asked (see loadgen.errors)."""
+    if output.drain_failed:
+        click.echo(f"drain: {len(output.drain_failed)} run(s) could not drain", err=True)
     if output.slo_failed:
         click.echo(f"slo: {len(output.slo_failed)} run(s) missed a threshold", err=True)
+    if output.slo_failed or output.drain_failed:
         sys.exit(1)
     if output.displaced:
         sys.exit(displaced_exit_code(output.displaced))
@@ -360,6 +376,8 @@ def _run_and_show(request: RunRequest, output: Output) -> RunReport:
     if report.path is None:
         click.echo(f"result: printed as one line of JSON on {spare} instead", err=True)
     _notes(report.result, output)
+    if drain_failed(report.result):
+        output.drain_failed.append(str(report.path))
     if output.slo:
         checks = judge_report(report, workload, output.slo)
         click.echo(format_checks(checks), err=True)
@@ -377,7 +395,10 @@ def _write_csv(asked: Path, report: RunReport, subscriptions: int, output: Outpu
         written = write_displaced(
             asked.parent,
             lambda directory: write_intervals_csv(
-                directory / asked.name, report.outcome.intervals, subscriptions
+                directory / asked.name,
+                report.outcome.intervals,
+                subscriptions,
+                report.result.get("verdicts"),
             ),
             output,
         )
@@ -405,6 +426,9 @@ def _notes(result: dict, output: Output) -> None:
     if "catchUp" in result and output.display != "json-lines":
         click.echo(format_catch_up(result["catchUp"]), err=True)
     _discovered_rate(result)
+    verdicts = format_verdicts(result)
+    if verdicts is not None:
+        click.echo(verdicts, err=True)
 
 
 def _discovered_rate(result: dict) -> None:

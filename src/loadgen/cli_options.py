@@ -29,6 +29,7 @@ from loadgen.hooks import RunHooks, make_hooks
 from loadgen.metrics.endpoint import DEFAULT_HOST as DEFAULT_METRICS_HOST
 from loadgen.request import RunOptions
 from loadgen.spec import parse_duration
+from loadgen.spec.durations import parse_wait
 from loadgen.spec.units import parse_rate, parse_size
 from loadgen.thresholds import ALLOWED as SLO_GRAMMAR
 from loadgen.thresholds import Threshold, parse_all
@@ -74,6 +75,13 @@ def timeout(option: str, default: str, help_text: str) -> Decorator:
         show_default=True,
         help=help_text,
     )
+
+
+def backlog_drain_timeout(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> float | None:
+    """``--backlog-drain-timeout``: a duration, or ``forever`` (0: OMB's endless wait)."""
+    return None if value is None else parse_wait(value, option="--backlog-drain-timeout")
 
 
 def rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -148,6 +156,7 @@ def run_options(
     catch_up_timeout: float = RunOptions.catch_up_timeout_s,
     pipeline_dir: Path | None = None,
     drain_timeout: float = RunOptions.drain_timeout_s,
+    backlog_drain_timeout: float | None = None,
 ) -> RunOptions:
     _positive("--duration", duration)
     _positive("--catch-up-timeout", catch_up_timeout)
@@ -160,6 +169,7 @@ def run_options(
         topic_names=names("--existing-topics", existing_topics),
         catch_up_timeout_s=catch_up_timeout,
         drain_timeout_s=drain_timeout,
+        backlog_drain_timeout_s=backlog_drain_timeout,
         pipeline_dir=None if pipeline_dir is None else str(pipeline_dir),
     )
 
@@ -177,10 +187,11 @@ WORKERS_WAIT = click.option(
     "--workers-wait",
     metavar="DURATION",
     callback=duration("--workers-wait"),
-    default="10s",
-    show_default=True,
-    help="How long each --workers URL may take to answer first (workers started together with "
-    "the coordinator, e.g. by a compose file); exit 3 naming one that did not.",
+    default=None,
+    help="How long each --workers URL may take to answer first, retried while its port refuses "
+    "(workers started together with the coordinator, e.g. by a compose file); exit 3 naming "
+    f"one that did not [default: {CONNECT_TIMEOUT_S:g}s, and a refused connection is exit 3 at "
+    "once].",
 )
 PROCESSES = click.option(
     "--processes",
@@ -220,7 +231,7 @@ def placement(
     token: str | None,
     split: str | None = None,
     cpus: str | None = None,
-    workers_wait: float = CONNECT_TIMEOUT_S,
+    workers_wait: float | None = None,
 ) -> Placement:
     """Where runs go: ``--workers``, or ``--processes`` on this host (else sized per run)."""
     if workers and processes is not None:
@@ -321,6 +332,8 @@ class Output:
     csv: Path | None = None
     slo_failed: list[str] = field(default_factory=list)
     """Result files whose run missed a ``slo`` threshold, filled as runs finish."""
+    drain_failed: list[str] = field(default_factory=list)
+    """Result files whose catch-up drain did not come (:mod:`loadgen.results.run_verdicts`)."""
     displaced: list[dict[str, Any]] = field(default_factory=list)
     """Files written elsewhere than asked, as ``run.output`` records them (a full disk)."""
 

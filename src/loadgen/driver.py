@@ -29,6 +29,10 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from loadgen.errors import ConfigError
+from loadgen.refusal import Address as Address
+from loadgen.refusal import fail_if_refused as fail_if_refused
+from loadgen.refusal import listed_addresses as listed_addresses
+from loadgen.refusal import url_addresses as url_addresses
 from loadgen.spec.driver_spec import DriverSpec
 
 ENTRY_POINT_GROUP = "loadgen.drivers"
@@ -230,7 +234,10 @@ class BaseDriver(ABC):
 
     @abstractmethod
     def check_reachable(self, timeout_s: float) -> None:
-        """Raise :class:`loadgen.errors.BrokerUnreachable` (naming the address) if it is down."""
+        """Raise :class:`loadgen.errors.BrokerUnreachable` (naming the address) if it is down,
+        within ``timeout_s``. Call :func:`fail_if_refused` first with the addresses the client
+        will connect to (:func:`listed_addresses`, :func:`url_addresses` read them): a port
+        where nothing listens is then reported at once, not after the client's retries."""
 
     @abstractmethod
     def create_topics(self, topics: list[TopicSpec]) -> None:

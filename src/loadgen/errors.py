@@ -130,9 +130,11 @@ class WorkerError(LoadgenError):
 
 
 class WorkerUnreachable(WorkerError):
-    """Nothing answered at the worker's URL within the connect deadline."""
+    """Nothing answered at the worker's URL within the connect deadline; ``refused`` when its
+    host refused the connection (nothing listens on that port)."""
 
-    def __init__(self, url: str, detail: str) -> None:
+    def __init__(self, url: str, detail: str, *, refused: bool = False) -> None:
+        self.refused = refused
         super().__init__(url, f"unreachable: {detail}", exit_code=3)
 
 

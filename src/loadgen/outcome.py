@@ -51,6 +51,57 @@ class CatchUpPlan:
         return max(MIN_BACKLOG, int((1 - self.drain_ratio) * self.target_messages))
 
 
+@dataclass(frozen=True)
+class DrainVerdict:
+    """How a catch-up drain ended, and the rates over its last window that decided it."""
+
+    completed: bool
+    reason: str
+    """``drained``; ``stalled`` (the backlog did not shrink over ``window_seconds``);
+    ``timeout`` (it shrank, but not below the target within ``timeout_seconds``)."""
+    backlog_at_start: int
+    backlog_at_end: int
+    consume_rate: float
+    """Catch-up reads per second (all catch-up subscriptions) over the last window."""
+    publish_rate: float
+    """Messages sent per second over the last window."""
+    window_seconds: float
+    timeout_seconds: float
+    """0: no timeout and no stall check (OMB's wait)."""
+
+    def describe(self, subscriptions: int) -> str:
+        return describe_drain(self.to_json(), subscriptions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "completed": self.completed,
+            "reason": self.reason,
+            "backlogAtStart": self.backlog_at_start,
+            "backlogAtEnd": self.backlog_at_end,
+            "consumeRate": self.consume_rate,
+            "publishRate": self.publish_rate,
+            "windowSeconds": self.window_seconds,
+            "timeoutSeconds": self.timeout_seconds or None,
+        }
+
+
+def describe_drain(block: dict[str, Any], subscriptions: int) -> str:
+    """A drain verdict (the result's ``verdicts.drain``) in one line naming the rates."""
+    if block["completed"]:
+        return f"drained {block['backlogAtStart']:,} messages"
+    reads = f"consumers at {block['consumeRate']:,.0f} msg/s"
+    growth = block["publishRate"] * subscriptions - block["consumeRate"]
+    left = (
+        f"{block['backlogAtEnd']:,} messages left, producers at {block['publishRate']:,.0f} msg/s"
+    )
+    if block["reason"] == "stalled" and growth > 0:
+        return f"{reads} cannot drain a backlog growing at {growth:,.0f} msg/s ({left})"
+    if block["reason"] == "stalled":
+        return f"{reads} did not shrink the backlog in {block['windowSeconds']:.0f} s ({left})"
+    timeout = f"{block['timeoutSeconds']:.0f}-s timeout"
+    return f"the backlog did not drain within the {timeout} ({reads}; {left})"
+
+
 @dataclass
 class CatchUpOutcome:
     """When each phase began and ended (epoch ms, interval boundaries) and what it did."""
@@ -64,6 +115,8 @@ class CatchUpOutcome:
     drain_ended_ms: int = 0
     """0 while a phase has not ended (a run cut short)."""
     drained: bool = False
+    drain: DrainVerdict | None = None
+    """``None`` while the drain has not ended (a run cut short)."""
 
     @property
     def build_seconds(self) -> float:
@@ -89,6 +142,9 @@ class RunOutcome:
     pending_acks: int = 0
     drain_seconds: float = 0.0
     undelivered: int = 0
+    backlog_at_stop: int | None = None
+    """The backlog when producers stopped, before the drain of what was in flight (the last
+    interval folds that drain in, so its backlog is the one after it)."""
     counts_inconclusive: bool = False
     """The drain's counts cannot show that each acknowledged message arrived: some arrived
     twice, or a send counted as failed may have been stored (its confirm lost with a

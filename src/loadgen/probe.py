@@ -24,6 +24,7 @@ from loadgen.outcome import RunOutcome
 from loadgen.payload import build_payloads
 from loadgen.report.records import latency_ms
 from loadgen.request import RunOptions
+from loadgen.results.run_verdicts import consumers_verdict, rate_verdict
 from loadgen.scenarios.tailing import run_tailing
 from loadgen.spec import DriverSpec, Workload, parse_model
 from loadgen.stats import END_TO_END, PUBLISH, IntervalStats, merge_all
@@ -147,6 +148,11 @@ def _verdict(outcome: RunOutcome, settings: ProbeSettings) -> Verdict:
         "consumeRate": received / seconds if seconds else None,
         "errors": errors,
     }
+    verdicts = {
+        "rate": rate_verdict(settings.rate, outcome.intervals, producers=1),
+        "consumers": consumers_verdict(outcome, 1, 1, delivered_rate=counts["publishRate"] or 0),
+    }
+    counts |= thresholds.verdict_counts(verdicts)
     checks = thresholds.judge(settings.all_thresholds(), thresholds.Figures(histograms, counts))
     breaches = [check.describe() for check in checks if not check.passed]
     stopped = None

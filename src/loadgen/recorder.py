@@ -3,8 +3,10 @@
 Appending an int to an ``array('q')`` costs ~25 ns; ``HdrHistogram.record_value`` costs ~580 ns.
 So the hot path only appends, and :func:`loadgen.hdr.record_ns` bins a whole interval with numpy.
 
-Two engines record the same values: C (``loadgen._hotpath``, built with the package where a C
-compiler is found) and pure Python (the fallback, or with ``LOADGEN_PURE_PYTHON=1``).
+Two engines record the same values: C (``loadgen._hotpath``, built with the package on Linux
+where a C compiler is found: setup.py builds it only where Python's ``perf_counter`` and
+``time`` read the clocks it reads) and pure Python (the fallback, or with
+``LOADGEN_PURE_PYTHON=1``).
 :data:`ProducerRecorder` and :data:`ConsumerRecorder` are the one in use; :data:`ENGINE` says
 which. In C, binding a message's acknowledgement is one small object instead of a
 ``functools.partial`` and recording is a few stores instead of a Python method; the memory
@@ -12,18 +14,24 @@ driver's whole send path measured ~40 % less CPU per message (bench/RESULTS.md).
 
 Threading contract: the client's delivery thread (or the producer loop) appends; the stats thread
 calls ``take()``, which swaps in fresh arrays. The swap is safe without a lock because every
-append site evaluates its value into a local first and then runs ``rec.field.append(value)``:
-CPython switches threads only at eval-breaker points, and there is none between loading the
-array and calling its ``append``, so an append lands either in the old array (taken) or in the
-new one (next interval). The C engine records a message inside one C call, which no thread
-switch splits. ``tests/unit/test_recorder.py`` hammers both from several threads.
+append site evaluates its value into a local first and then runs ``rec.field.append(value)``
+(or ``frombytes``): CPython switches threads only at eval-breaker points, and there is none
+between loading the array and calling its method, so an append lands either in the old array
+(taken) or in the new one (next interval). The C engine records a message inside one C call,
+which no thread switch splits. ``tests/unit/test_recorder.py`` hammers both from several threads.
 Counters that cannot be appended (bytes received, errors) only ever grow, and readers take
 deltas, so no reset races a writer.
+
+Both engines take the same arguments and fail the same way, recording nothing: every number
+they are given or store is an int64, or the call raises ``TypeError`` (not an integer) or
+``OverflowError`` (out of range) before any column changes; a row is stored whole or not at
+all. ``take()`` allocates what replaces the columns before it changes any of them.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,8 +81,27 @@ class ConsumerSample:
 
 Ack = Callable[..., None]
 """One message's acknowledgement, as :meth:`ProducerRecorder.bind` makes it: the ``on_done`` a
-driver calls once, with the error (None when the broker acknowledged) and its client's own
-arguments."""
+driver calls once, with the error (None when the broker acknowledged; positional or
+``error=``) and its client's own positional arguments."""
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+_INT64S_3 = struct.Struct("3q").pack
+_INT64S_4 = struct.Struct("4q").pack
+"""Packing checks in one C call that every value is an int64, as the C engine converts them,
+before anything is stored (``struct.error`` otherwise; :func:`_not_int64` names the error)."""
+
+
+def _not_int64(*values: object) -> TypeError | OverflowError:
+    """The error the C engine raises for ``values`` (its inputs in the order it converts them):
+    ``TypeError`` or ``OverflowError`` for the first that is not an int64, else
+    ``OverflowError`` for a latency computed from them that is not."""
+    for value in values:
+        try:
+            array("q", (value,))
+        except (TypeError, OverflowError) as error:
+            return error
+    return OverflowError("latency does not fit in 64 bits")
 
 
 class PythonProducerRecorder:
@@ -82,8 +109,8 @@ class PythonProducerRecorder:
     ids acknowledged (which tell a lost message from one whose send failed)."""
 
     __slots__ = (
+        "_acknowledged",
         "_errors_taken",
-        "_on_done",
         "acked",
         "errors",
         "publish",
@@ -98,13 +125,17 @@ class PythonProducerRecorder:
         self.acked = array("q")
         self.errors = 0
         self._errors_taken = 0
-        self._on_done = self.on_done
+        self._acknowledged = self._acknowledge
 
     def bind(self, message_id: int, intended_ns: int, sent_ns: int) -> Ack:
         """Record the publish delay of a message sent now; return its acknowledgement."""
+        try:
+            _INT64S_3(message_id, intended_ns, sent_ns)
+        except struct.error:
+            raise _not_int64(message_id, intended_ns, sent_ns) from None
         delay = sent_ns - intended_ns
-        self.publish_delay.append(delay)
-        return partial(self._on_done, message_id, intended_ns, sent_ns)
+        self.publish_delay.append(delay)  # OverflowError, and nothing stored, past 64 bits
+        return partial(self._acknowledged, message_id, intended_ns, sent_ns)
 
     @property
     def acked_count(self) -> int:
@@ -119,35 +150,60 @@ class PythonProducerRecorder:
         error: BaseException | None,
         *_: object,
     ) -> None:
-        """A message's fate, unbound (what :meth:`bind`'s acknowledgement calls), with
-        ``intended`` and ``sent`` on the ``perf_counter_ns`` clock."""
+        """A message's fate, unbound (:meth:`bind`'s acknowledgement is this with the first
+        three given), with ``intended`` and ``sent`` on the ``perf_counter_ns`` clock."""
+        try:
+            _INT64S_3(message_id, intended_ns, sent_ns)
+        except struct.error:
+            raise _not_int64(message_id, intended_ns, sent_ns) from None
+        self._acknowledge(message_id, intended_ns, sent_ns, error)
+
+    def _acknowledge(
+        self,
+        message_id: int,
+        intended_ns: int,
+        sent_ns: int,
+        error: BaseException | None,
+        *_: object,
+    ) -> None:
+        """:meth:`on_done` once its three numbers are known to be int64s (:meth:`bind` checked
+        them), so only the latencies computed from them can overflow."""
         now = perf_counter_ns()
         if error is None:
-            latency = now - sent_ns
+            latency, corrected = now - sent_ns, now - intended_ns
+            if not (INT64_MIN <= latency <= INT64_MAX and INT64_MIN <= corrected <= INT64_MAX):
+                raise OverflowError("latency does not fit in 64 bits")  # stored in no column
             self.publish.append(latency)
-            corrected = now - intended_ns
             self.publish_from_intended.append(corrected)
             self.acked.append(message_id)
         else:
             self.errors += 1
 
     def take(self) -> ProducerSample:
-        publish, self.publish = self.publish, array("q")
-        delay, self.publish_delay = self.publish_delay, array("q")
-        corrected, self.publish_from_intended = self.publish_from_intended, array("q")
-        acked, self.acked = self.acked, array("q")
+        # everything is allocated before any column is swapped: a failure changes nothing
+        fresh = array("q"), array("q"), array("q"), array("q")
         errors_now = self.errors
-        errors, self._errors_taken = errors_now - self._errors_taken, errors_now
-        return ProducerSample(publish, delay, corrected, acked, errors)
+        sample = ProducerSample(
+            self.publish,
+            self.publish_delay,
+            self.publish_from_intended,
+            self.acked,
+            errors_now - self._errors_taken,
+        )
+        self.publish, self.publish_delay, self.publish_from_intended, self.acked = fresh
+        self._errors_taken = errors_now
+        return sample
 
 
 class PythonConsumerRecorder:
     """Per delivery: end-to-end latency (receive wall clock − send wall clock), the latency from
     the intended send time, the message id and the partition; and bytes received.
 
-    The four go in with one ``extend`` of a tuple, which runs no bytecode and so cannot be split
-    by ``take()``: a delivery's latency and its id always land in the same interval, in the same
-    row, which the per-message clock correction (:mod:`loadgen.worker.skew`) relies on.
+    The four go in packed as one row of bytes, with one ``frombytes``, which runs no bytecode
+    and so cannot be split by ``take()``: a delivery's latency and its id always land in the same
+    interval, in the same row, which the per-message clock correction
+    (:mod:`loadgen.worker.skew`) relies on. Packing checks every value first, so a value that is
+    not an int64 stores no part of its row.
     """
 
     __slots__ = ("_bytes_taken", "bytes_total", "deliveries")
@@ -161,10 +217,15 @@ class PythonConsumerRecorder:
         self, payload: bytes, sent_ns: int, message_id: int, intended_ns: int, partition: int
     ) -> None:
         """Consumer callback, handed to ``Driver.create_consumer`` as it is."""
+        size = len(payload)
         now = time_ns()
-        row = (now - sent_ns, now - intended_ns, message_id, partition)
-        self.deliveries.extend(row)
-        self.bytes_total += len(payload)
+        try:
+            _INT64S_4(sent_ns, message_id, intended_ns, partition)
+            row = _INT64S_4(now - sent_ns, now - intended_ns, message_id, partition)
+        except struct.error:
+            raise _not_int64(sent_ns, message_id, intended_ns, partition) from None
+        self.deliveries.frombytes(row)
+        self.bytes_total += size
 
     @property
     def received(self) -> int:
@@ -172,10 +233,13 @@ class PythonConsumerRecorder:
         return len(self.deliveries) // len(DELIVERY)
 
     def take(self) -> ConsumerSample:
-        deliveries, self.deliveries = self.deliveries, array("q")
+        # everything is allocated before the column is swapped: a failure changes nothing
+        fresh = array("q")
         total = self.bytes_total
-        received_bytes, self._bytes_taken = total - self._bytes_taken, total
-        return ConsumerSample(deliveries, received_bytes)
+        sample = ConsumerSample(self.deliveries, total - self._bytes_taken)
+        self.deliveries = fresh
+        self._bytes_taken = total
+        return sample
 
 
 def _int64s(taken: bytes) -> memoryview:
@@ -202,12 +266,17 @@ class CompiledProducerRecorder:
         return self._core.acked_count
 
     def take(self) -> ProducerSample:
-        publish, delay, corrected, acked = self._core.take()
+        publish, delay, corrected, acked = self._core.take()  # all four columns, or an error
         errors_now = self._core.errors
-        errors, self._errors_taken = errors_now - self._errors_taken, errors_now
-        return ProducerSample(
-            _int64s(publish), _int64s(delay), _int64s(corrected), _int64s(acked), errors
+        sample = ProducerSample(
+            _int64s(publish),
+            _int64s(delay),
+            _int64s(corrected),
+            _int64s(acked),
+            errors_now - self._errors_taken,
         )
+        self._errors_taken = errors_now
+        return sample
 
 
 class CompiledConsumerRecorder:
@@ -230,8 +299,9 @@ class CompiledConsumerRecorder:
     def take(self) -> ConsumerSample:
         deliveries = _int64s(self._core.take())
         total = self._core.bytes_total
-        received_bytes, self._bytes_taken = total - self._bytes_taken, total
-        return ConsumerSample(deliveries, received_bytes)
+        sample = ConsumerSample(deliveries, total - self._bytes_taken)
+        self._bytes_taken = total
+        return sample
 
 
 COMPILED = _hotpath is not None and os.environ.get("LOADGEN_PURE_PYTHON", "") in ("", "0")

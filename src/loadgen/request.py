@@ -35,7 +35,12 @@ class RunOptions:
     reachable_timeout_s: float = 10.0
     drain_timeout_s: float = 10.0
     catch_up_timeout_s: float = 600.0
-    """Longest a catch-up run builds its backlog, and then longest it drains it."""
+    """Longest a catch-up run builds its backlog, and (unless ``backlog_drain_timeout_s`` or
+    the workload says otherwise) longest it drains it."""
+    backlog_drain_timeout_s: float | None = None
+    """Longest a catch-up run drains its backlog; 0 waits as long as it takes, even when it
+    does not shrink (OMB); ``None``: the workload's ``backlogDrainTimeout``, else
+    ``catch_up_timeout_s``."""
     pipeline_dir: str | None = None
     """Land every interval for the Spark pipeline here (:mod:`loadgen.pipeline.landing`)."""
     started_ms: int | None = None

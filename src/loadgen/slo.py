@@ -6,13 +6,15 @@ become the same expressions. It raises an AssertionError that lists every missed
 its measured value and then the run's percentile table, so a failing test says what happened
 without a debugger. Errors, missing, lost and duplicated messages fail by default: a latency
 from a lossy run is no pass (a run that could not account, ``lost is None``, is judged on
-missing only).
+missing only); so does a catch-up drain that did not come. The verdicts ``rate.held`` and
+``consumers.keptUp`` are judged when asked for.
 """
 
 from __future__ import annotations
 
 from loadgen import thresholds
 from loadgen.result import Result
+from loadgen.results.run_verdicts import drain_failed
 
 KEYWORD_EXPRESSIONS = {
     "e2e_p50_ms": "e2e.p50<={}ms",
@@ -71,5 +73,7 @@ def assert_slo(
     missed = [check.describe() for check in checks if not check.passed]
     if result.incomplete:
         missed.append(f"the run did not complete: {result.stop_reason}")
+    if drain_failed(result.document):
+        missed.append(f"the catch-up drain did not come: {result.document['verdicts']['drain']}")
     if missed:
         raise AssertionError("SLO missed:\n  " + "\n  ".join(missed) + "\n" + result.table())

@@ -83,6 +83,18 @@ def recorded_metrics(intervals: Iterable[IntervalStats]) -> tuple[str, ...]:
     return (*METRICS, END_TO_END_UNCORRECTED) if corrected else METRICS
 
 
+def running_backlogs(intervals: Iterable[IntervalStats], subscriptions: int) -> list[int]:
+    """The backlog at the end of each interval (warm-up too), from running totals: what each
+    subscription has yet to read of what was sent."""
+    sent = received = 0
+    backlogs = []
+    for stats in intervals:
+        sent += stats.sent
+        received += stats.received
+        backlogs.append(max(0, subscriptions * sent - received))
+    return backlogs
+
+
 def sent_per_second(intervals: Iterable[IntervalStats]) -> float:
     """Messages sent per second over ``intervals`` (their total over their seconds); 0 if none."""
     items = list(intervals)

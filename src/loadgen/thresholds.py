@@ -3,7 +3,8 @@
 One grammar everywhere, so a threshold copied from a CI job works in a test and in a probe::
 
     LATENCY.STAT OP NUMBER UNIT    e2e.p99<20ms   publish.p50<=5ms   publishDelay.p99.9<1ms
-    COUNT OP NUMBER                rate>=0.99     lost==0            errors==0
+    COUNT OP NUMBER                rate>=0.99     lost==0            backlog.growth<1000
+    VERDICT                        rate.held      consumers.keptUp   drain.completed
 
 Latencies are judged on the aggregated histogram of the measured phase (warm-up excluded), with
 Java HdrHistogram's percentiles, so the measured value is the one the result JSON reports.
@@ -22,6 +23,7 @@ from typing import Any
 from loadgen import hdr
 from loadgen.errors import ConfigError
 from loadgen.result import Result
+from loadgen.results.run_verdicts import asked_rate
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
@@ -49,7 +51,16 @@ COUNTS = {
     "lost": "acknowledged messages never received",
     "duplicates": "messages received more than once",
     "missing": "messages not received when the drain ended",
+    "backlog.growth": "messages the backlog grew by over the steady phase (verdicts.consumers)",
+    "backlog.trend": "msg/s the backlog grew at over the steady phase (its least-squares slope)",
 }
+VERDICTS = {
+    "rate.held": ("rate", "held"),
+    "consumers.keptUp": ("consumers", "keptUp"),
+    "drain.completed": ("drain", "completed"),
+}
+"""A verdict's name → where the result's ``verdicts`` block answers it (:mod:`.run_verdicts`);
+written alone, it passes when the answer is true."""
 UNITS = {"us": 1.0, "µs": 1.0, "ms": 1_000.0, "s": 1_000_000.0}
 """Latency units → µs (the histograms' unit)."""
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
@@ -64,9 +75,9 @@ EXPRESSION = re.compile(
     r"(?P<number>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>[A-Za-zµ]+)?\s*$"
 )
 ALLOWED = (
-    f"LATENCY.STAT OP NUMBER UNIT or COUNT OP NUMBER; LATENCY: {', '.join(LATENCIES)}; "
+    f"LATENCY.STAT OP NUMBER UNIT, COUNT OP NUMBER or VERDICT; LATENCY: {', '.join(LATENCIES)}; "
     f"STAT: {', '.join(STATS)}; UNIT: us, ms, s; COUNT: {', '.join(COUNTS)}; "
-    f"OP: {' '.join(OPERATORS)}"
+    f"VERDICT: {', '.join(VERDICTS)}; OP: {' '.join(OPERATORS)}"
 )
 
 
@@ -97,7 +108,12 @@ class Check:
 
     def describe(self) -> str:
         unit = f" {self.threshold.unit}" if self.threshold.unit else ""
-        shown = "not measured" if self.measured is None else f"measured {self.measured:.6g}{unit}"
+        if self.measured is None:
+            shown = "not judged" if self.threshold.name in VERDICTS else "not measured"
+        elif self.threshold.name in VERDICTS:
+            shown = "yes" if self.measured else "no"
+        else:
+            shown = f"measured {self.measured:.6g}{unit}"
         return f"{self.threshold.text}: {shown}"
 
     def to_json(self) -> dict[str, Any]:
@@ -111,6 +127,8 @@ class Check:
 
 def parse(text: str, option: str = "--slo") -> Threshold:
     """Parse one expression; a ConfigError names it and the allowed grammar when it is bad."""
+    if text.strip() in VERDICTS:  # a verdict holds: its answer is 1 (true)
+        return Threshold(text.strip(), text.strip(), None, "==", 1.0, None)
     match = EXPRESSION.match(text)
     if match is None:
         raise ConfigError(f"not a threshold: {text!r}", path=option, allowed=ALLOWED)
@@ -125,11 +143,17 @@ def parse(text: str, option: str = "--slo") -> Threshold:
         if unit not in UNITS:
             raise bad("a latency needs a unit: us, ms or s")
         return Threshold(text.strip(), name, stat, op, float(match["number"]) * UNITS[unit], unit)
-    if name not in COUNTS:
-        raise bad(f"unknown metric {name!r}")
-    if stat is not None or unit is not None:
+    count = name if stat is None else f"{name}.{stat}"
+    if count in VERDICTS:
+        raise bad(f"{count} is a verdict: write it alone, without OP NUMBER")
+    if name in COUNTS and (stat is not None or unit is not None):
         raise bad(f"{name} is a count: no .STAT and no unit")
-    return Threshold(text.strip(), name, None, op, float(match["number"]), None)
+    if count not in COUNTS:
+        family = any(known.startswith(f"{name}.") for known in COUNTS)
+        raise bad(f"unknown metric {count if family else name!r}")
+    if unit is not None:
+        raise bad(f"{count} is a count: no unit")
+    return Threshold(text.strip(), count, None, op, float(match["number"]), None)
 
 
 def parse_all(texts: tuple[str, ...] | list[str], option: str = "--slo") -> tuple[Threshold, ...]:
@@ -169,16 +193,9 @@ def judge(thresholds: tuple[Threshold, ...], figures: Figures) -> list[Check]:
     return checks
 
 
-def asked_rate(document: Mapping[str, Any]) -> float | None:
-    """The fixed producerRate a run was asked for; ``None`` for rate discovery or a profile."""
-    workload = document.get("run", {}).get("workload", {})
-    rate = workload.get("producerRate") or 0
-    return float(rate) if rate > 0 and not workload.get("producerRateProfile") else None
-
-
 def figures_of(result: Result) -> Figures:
     """The figures of a run's measured phase, from the Python API's :class:`Result`."""
-    asked = asked_rate(result.document)
+    asked = asked_rate(result.document.get("run", {}).get("workload", {}))
     histograms = {
         PUBLISH: result.publish.histogram,
         PUBLISH_DELAY: result.publish_delay.histogram,
@@ -186,7 +203,7 @@ def figures_of(result: Result) -> Figures:
         END_TO_END: result.e2e.histogram,
         END_TO_END_FROM_INTENDED: result.e2e_from_intended.histogram,
     }
-    counts = {
+    counts: dict[str, float | None] = {
         "rate": None if asked is None else result.publish_rate / asked,
         "publishRate": result.publish_rate,
         "consumeRate": result.consume_rate,
@@ -195,7 +212,20 @@ def figures_of(result: Result) -> Figures:
         "duplicates": result.duplicates,
         "missing": result.missing,
     }
-    return Figures(histograms, counts)
+    return Figures(histograms, counts | verdict_counts(result.document.get("verdicts", {})))
+
+
+def verdict_counts(verdicts: Mapping[str, Any]) -> dict[str, float | None]:
+    """The ``verdicts`` block's answers as figures: 1 or 0 for a verdict (``None``: not
+    judged), and the backlog's growth and trend."""
+    figures: dict[str, float | None] = {}
+    for name, (block, key) in VERDICTS.items():
+        answer = verdicts.get(block, {}).get(key)
+        figures[name] = None if answer is None else float(answer)
+    consumers = verdicts.get("consumers", {})
+    figures["backlog.growth"] = consumers.get("growth")
+    figures["backlog.trend"] = consumers.get("trend")
+    return figures
 
 
 def verdict_json(checks: list[Check]) -> dict[str, Any]:

@@ -47,6 +47,8 @@ def test_a_run_meeting_every_threshold_exits_0_with_the_verdict_and_a_csv_matchi
     e2e_p99_s = result["aggregatedEndToEndLatency99pct"] / 1000
     assert result["slo"]["checks"][0]["measured"] == pytest.approx(e2e_p99_s)
     assert f"slo: pass e2e.p99<10s: measured {e2e_p99_s:.6g} s" in done.stderr
+    held = result["verdicts"]["rate"]["held"]  # as the console and the CSV's summary say
+    assert ("rate: held" if held else "rate: NOT HELD") in done.stderr
 
     with (tmp_path / "run.csv").open(newline="") as handle:
         reader = csv.DictReader(handle)
@@ -71,6 +73,7 @@ def test_a_run_meeting_every_threshold_exits_0_with_the_verdict_and_a_csv_matchi
     assert float(summary["e2e_p99_ms"]) == result["aggregatedEndToEndLatency99pct"]
     assert float(summary["publish_avg_ms"]) == result["aggregatedPublishLatencyAvg"]
     assert int(summary["sent"]) == sum(int(row["sent"]) for row in measured)
+    assert summary["rate_held"] == str(held).lower()
     assert sum(int(row["sent"]) for row in rows[:-1]) <= result["totalMessagesSent"]
 
 

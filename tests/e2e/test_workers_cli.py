@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,7 +13,9 @@ from pathlib import Path
 import pytest
 from test_cli import loadgen  # the e2e modules' one way to run the CLI
 
+from loadgen.cluster.client import RETRY_PAUSE_S
 from loadgen.cluster.spawn import announced_url, start_worker_process, stop_worker_processes
+from loadgen.testing.process import free_port
 from loadgen.testing.timing import run_watched
 
 pytestmark = pytest.mark.e2e
@@ -146,17 +147,26 @@ def test_a_worker_that_does_not_answer_fails_within_10_s_naming_it(
     assert done.said("error: ") - silent.wait_for_request(0) < 10 + start_up
 
 
+def test_a_worker_url_where_nothing_listens_fails_within_2_s_naming_it(two_topics, tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"  # every attempt is refused
+    command = [sys.executable, "-m", "loadgen", "run", "-d", MEMORY, two_topics, "--workers", url]
+    done = run_watched(command, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert f"worker {url}: unreachable: GET /health: connection refused" in done.stderr
+    assert "--workers-wait" in done.stderr  # what to do about a worker still starting
+    assert done.said("error: ") - done.said("== ") < 2  # from the run's header line
+
+
 def test_workers_wait_is_how_long_a_worker_may_take_to_answer_first(two_topics, tmp_path):
-    with socket.socket() as probe:  # a port nothing listens on: every attempt is refused
-        probe.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    url = f"http://127.0.0.1:{free_port()}"  # every attempt is refused: retried for 2 s
+    command = [sys.executable, "-m", "loadgen", "run", "-d", MEMORY, two_topics, "--workers", url]
     started = time.monotonic()
-    done = loadgen(
-        "run", "-d", MEMORY, two_topics, "--workers", url, "--workers-wait", "2s", cwd=tmp_path
-    )
+    done = run_watched([*command, "--workers-wait", "2s"], cwd=tmp_path)
     took = time.monotonic() - started
     assert done.returncode == 3, done.stderr
-    assert url in done.stderr and "unreachable" in done.stderr
+    assert f"worker {url}: unreachable: GET /health: connection refused" in done.stderr
+    # retried until less than two pauses were left (not given up at the first refusal)
+    assert done.said("error: ") - done.said("== ") > 2 - 2 * RETRY_PAUSE_S
     assert took < 8  # not the default 10 s
     done = loadgen(
         "run", "-d", MEMORY, two_topics, "--workers", url, "--workers-wait", "soon", cwd=tmp_path

@@ -101,8 +101,11 @@ def test_a_host_cut_off_mid_run_is_reported_lost_within_the_bound(
 
 @pytest.mark.parametrize(
     ("late_s", "options"),
-    [(CONNECT_TIMEOUT_S - 6, ()), (CONNECT_TIMEOUT_S + 2, ("--workers-wait", "30s"))],
-    ids=["within-the-default-window", "beyond-it-with-workers-wait"],
+    [
+        (CONNECT_TIMEOUT_S - 6, ("--workers-wait", f"{CONNECT_TIMEOUT_S:g}s")),
+        (CONNECT_TIMEOUT_S + 2, ("--workers-wait", "30s")),
+    ],
+    ids=["within-the-default-wait", "beyond-it"],
 )
 def test_a_host_that_comes_up_late_joins_the_run(
     late_s, options, network, bridge_broker, start_worker, token, coordinator, result_of

@@ -6,11 +6,13 @@ pause/resume goes through the whole scenario once (pulsar-lite with its fixture'
 see loadgen.testing.pulsar).
 """
 
+import time
 from dataclasses import replace
 
 import pytest
 
 from loadgen.request import RunOptions, RunRequest
+from loadgen.results.run_verdicts import drain_failed
 from loadgen.runner import run_one
 from loadgen.spec import Workload
 from loadgen.spec.driver_spec import DriverSpec
@@ -92,9 +94,34 @@ def test_a_backlog_left_at_the_end_is_unread_not_lost(stoppable_spec, tmp_path):
     options = RunOptions(stats_interval_s=1, catch_up_timeout_s=1, drain_timeout_s=1)
     result = run_one(RunRequest(slow, stoppable_spec, options, out_dir=tmp_path)).result
     assert result["catchUp"]["drained"] is False
+    assert result["verdicts"]["drain"]["reason"] == "timeout"  # 1 s: before a 5-s stall window
     assert result["run"]["drain"]["undelivered"] > 0
     missing = result["totalMessagesSent"] - result["totalMessagesReceived"]
     assert result["totalUnread"] > 1_000 and result["catchUp"]["unreadMessages"] > 1_000
     assert result["totalLost"] == 0, result["deliveryAccounting"]
     [row] = result["deliveryAccounting"]
     assert row["unread"] == result["totalUnread"] <= missing
+
+
+def test_an_undrainable_backlog_on_kafka_stops_the_run_with_the_drain_verdict(kafka_spec, tmp_path):
+    """tansu with a consumer slower than the producer: the drain stops when the backlog has not
+    shrunk for the stall window (5 s at 1-s intervals), not at the 10-min catch-up timeout."""
+    slow = catch_up_workload(
+        partitionsPerTopic=2,
+        messageSize=256,
+        subscriptionsPerTopic=1,
+        tailingSubscriptionsPerTopic=0,
+        producerRate=2_000,
+        consumerBacklogSizeGB=1_000 * 256 / GIB,
+        consumerDelay="2ms",  # at most 500 msg/s of the 2 000 sent
+        testDurationMinutes=1,  # skipped: the run ends with the drain
+    )
+    options = RunOptions(stats_interval_s=1, drain_timeout_s=1)
+    started = time.monotonic()
+    result = run_one(RunRequest(slow, kafka_spec, options, out_dir=tmp_path)).result
+    assert time.monotonic() - started < 40  # set-up, ~1 s build, 5 s window, teardown
+    drain = result["verdicts"]["drain"]
+    assert drain["completed"] is False and drain["reason"] == "stalled", drain
+    assert drain["consumeRate"] < drain["publishRate"] and drain["backlogAtEnd"] > 1_000
+    assert drain_failed(result) and result["verdicts"]["consumers"]["keptUp"] is False
+    assert result["totalLost"] == 0, result["deliveryAccounting"]  # the backlog is unread

@@ -111,6 +111,19 @@ def test_assert_slo_fails_a_lossy_or_erroring_run_by_default(result):
     loadgen.assert_slo(lossy, max_errors=3, max_missing=7)
 
 
+def test_assert_slo_judges_the_verdicts_named_and_a_failed_drain_by_default(result):
+    verdicts = result.document["verdicts"]
+    assert verdicts["rate"]["held"] is (result.publish_rate >= 0.99 * 2000)
+    assert verdicts["consumers"]["keptUp"] is True  # 2,000 msg/s: the memory broker keeps up
+    loadgen.assert_slo(result, "consumers.keptUp", "backlog.growth<200")
+    with pytest.raises(AssertionError, match=r"drain\.completed: not judged"):
+        loadgen.assert_slo(result, "drain.completed")  # not a catch-up run
+    stalled = {"completed": False, "reason": "stalled"}
+    undrained = {**result.document, "verdicts": {**verdicts, "drain": stalled}}
+    with pytest.raises(AssertionError, match="the catch-up drain did not come"):
+        loadgen.assert_slo(dataclasses.replace(result, document=undrained))
+
+
 def test_a_clean_run_counts_no_lost_duplicated_or_reordered_message(result):
     assert (result.lost, result.duplicates, result.out_of_order) == (0, 0, 0)
     assert result.e2e_from_intended.count == result.e2e.count

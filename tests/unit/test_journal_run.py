@@ -21,6 +21,7 @@ AT_THE_END = {
     "lossDetected": "delivery accounting",
     "deliveryAccounting": "delivery accounting",
     "outages": "a scenario's own field, added to the outcome at its end",
+    "verdicts": "consumers kept up: judged on the backlog when the producers stopped",
 }
 """Result fields only the run's end knows, and why (everything else must be equal)."""
 RUN_AT_THE_END = {

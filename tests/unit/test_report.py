@@ -234,3 +234,118 @@ def test_the_command_exits_2_on_a_file_that_is_not_a_result(tmp_path):
     assert done.returncode == 2, done.stderr
     assert str(workload_file) in done.stderr and "not an OMB TestResult" in done.stderr
     assert not (tmp_path / "workload.html").exists()
+
+
+def rewritten(path, tmp_path, change):
+    """The report of ``path``'s result after ``change(document)``."""
+    document = load_result(path)
+    change(document)
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps(document))
+    return write_report([changed], tmp_path / "changed.html").read_text()
+
+
+def verdict_rows(page):
+    """The rows of the first verdicts table: (name, outcome, figures), markup stripped."""
+    table = page[page.index('<table class="verdicts">') :]
+    table = table[table.index("<tbody>") : table.index("</table>")]
+    return [
+        tuple(re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row))
+        for row in re.findall(r"<tr>(.*?)</tr>", table)
+    ]
+
+
+FAILED_VERDICTS = {
+    "passed": False,
+    "rate": {
+        "held": False,
+        "askedRate": 10_000.0,
+        "publishRate": 9_000.4,
+        "ratio": 0.90004,
+        "tolerance": 0.01,
+    },
+    "consumers": {
+        "keptUp": False,
+        "backlogAtStart": 809,
+        "backlogAtEnd": 2_577,
+        "growth": 1_768,
+        "trend": 70.7,
+        "allowance": 1_000.0,
+        "seconds": 25.0,
+    },
+    "drain": {
+        "completed": False,
+        "reason": "stalled",
+        "backlogAtStart": 12_000,
+        "backlogAtEnd": 9_870,
+        "consumeRate": 920.2,
+        "publishRate": 2_000.0,
+        "windowSeconds": 5.0,
+        "timeoutSeconds": 600.0,
+    },
+}
+
+
+def test_each_failed_verdict_shows_fail_with_the_figures_that_decided_it(hostile, tmp_path):
+    page = rewritten(hostile, tmp_path, lambda document: document.update(verdicts=FAILED_VERDICTS))
+    assert "<caption>Verdicts</caption>" in page
+    assert page.index('class="verdicts"') < page.index('id="summary"')  # near the top
+    rate, consumers, drain = verdict_rows(page)
+    assert rate == ("rate held", "FAIL", "9,000 of 10,000 msg/s asked (90.00 %, tolerance 1 %)")
+    assert consumers == (
+        "consumers kept up",
+        "FAIL",
+        "backlog 809 → 2,577 in 25 s, trend +71 msg/s, allowance 1,000",
+    )
+    assert drain[:2] == ("drain completed", "FAIL")
+    assert all(figure in drain[2] for figure in ("920 msg/s", "2,000 msg/s", "9,870"))
+    assert page.count('<td class="fail">FAIL</td>') == 3
+
+
+def test_a_verdict_not_judged_or_failed_without_figures_shows_its_reason_escaped(hostile, tmp_path):
+    def no_figures(document):
+        document["verdicts"] = {
+            "passed": False,
+            "rate": {"held": None, "reason": "no fixed producerRate <discovery> & co"},
+            "consumers": {"keptUp": False, "reason": "the catch-up drain did not come"},
+        }
+
+    page = rewritten(hostile, tmp_path, no_figures)
+    assert verdict_rows(page) == [
+        ("rate held", "not judged", "no fixed producerRate &lt;discovery&gt; &amp; co"),
+        ("consumers kept up", "FAIL", "the catch-up drain did not come"),
+    ]
+
+
+def test_a_run_shows_its_own_verdicts_and_a_result_without_them_renders_as_before(
+    hostile, producer_only, page, tmp_path
+):
+    rows = verdict_rows(page)
+    assert [name for name, _, _ in rows] == ["rate held", "consumers kept up"]  # no drain
+    assert "of 2,000 msg/s asked" in rows[0][2]
+    alone = write_report([producer_only], tmp_path / "alone.html").read_text()
+    assert verdict_rows(alone)[1] == ("consumers kept up", "not judged", "no consumers")
+    judged = rewritten(hostile, tmp_path, lambda document: None)
+    before = rewritten(hostile, tmp_path, lambda document: document.pop("verdicts"))
+    assert 'class="verdicts"' not in before and "Verdicts" not in before
+    assert re.sub(r'<table class="verdicts">.*?</table>', "", judged) == before
+
+
+@pytest.mark.parametrize(
+    ("reason", "completed", "outcome", "words"),
+    [
+        ("drained", True, "pass", "drained 12,000 messages"),
+        ("timeout", False, "FAIL", "600-s timeout"),
+    ],
+)
+def test_the_drain_verdict_says_how_the_drain_ended(
+    hostile, tmp_path, reason, completed, outcome, words
+):
+    drain = FAILED_VERDICTS["drain"] | {"reason": reason, "completed": completed}
+    page = rewritten(
+        hostile,
+        tmp_path,
+        lambda document: document.update(verdicts={"passed": True, "drain": drain}),
+    )
+    [(name, shown, figures)] = verdict_rows(page)
+    assert (name, shown) == ("drain completed", outcome) and words in figures

@@ -141,3 +141,38 @@ def test_a_sweep_point_carries_the_run_percentiles(tmp_path):
     assert p.publish_rate == pytest.approx(2_000, rel=0.05)
     assert p.latencies["e2e"]["p99"] == document["aggregatedEndToEndLatency99pct"]
     assert p.latencies["publish"]["p99.9"] == document["aggregatedPublishLatency999pct"]
+
+
+def test_a_sweep_point_carries_the_run_verdicts(tmp_path):
+    p = measure_on_memory(tmp_path)(2_000)
+    verdicts = json.loads(Path(p.result).read_text())["verdicts"]
+    assert p.verdicts == {
+        "rateHeld": verdicts["rate"]["held"],
+        "consumersKeptUp": verdicts["consumers"]["keptUp"],
+    }  # no drainCompleted: not a catch-up run
+    document = p.to_json()
+    assert document["rateHeld"] == verdicts["rate"]["held"] and "drainCompleted" not in document
+
+
+def judged(rate, **verdicts):
+    return sweep.SweepPoint(**{**vars(point(rate, rate, 1.0)), "verdicts": verdicts})
+
+
+def test_the_sweep_table_marks_each_rate_ok_or_what_failed(tmp_path):
+    points = [
+        judged(1_000, rateHeld=True, consumersKeptUp=True),
+        judged(2_000, rateHeld=True, consumersKeptUp=False),
+        judged(3_000, rateHeld=False, consumersKeptUp=False, drainCompleted=False),
+        judged(4_000, rateHeld=None, consumersKeptUp=None),
+        point(5_000, 5_000, 1.0),  # a summary written before verdicts
+    ]
+    summary = sweep.sweep_document("marks", "Memory", points)
+    assert (
+        summary["points"][2]["drainCompleted"] is False and "rateHeld" not in summary["points"][4]
+    )
+    head, *rows = sweep_report.table_text(summary).splitlines()[1:]
+    assert head.split()[-1] == "verdict"
+    marks = [row.split()[8:] for row in rows]  # after the two rates and six latencies
+    assert marks == [["ok"], ["behind"], ["rate,behind,drain"], ["n/a"], []]
+    page = sweep_report.write_html(summary, tmp_path / "sweep.html").read_text()
+    assert "<th>verdict</th>" in page and "<td>rate,behind,drain</td>" in page

@@ -94,6 +94,7 @@ def test_omb_fields_come_first_in_omb_order_then_only_additions(result):
         "duplicates",
         "outOfOrder",
         "histograms",
+        "verdicts",
         "incomplete",
         "run",
     ]

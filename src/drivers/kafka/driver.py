@@ -41,9 +41,17 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from drivers.kafka import Driver
+from drivers.kafka import DEFAULT_PORT, Driver
 from drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
-from loadgen.driver import STAMP, ForeignMessages, OnDone, OnMessage, TopicSpec
+from loadgen.driver import (
+    STAMP,
+    ForeignMessages,
+    OnDone,
+    OnMessage,
+    TopicSpec,
+    fail_if_refused,
+    listed_addresses,
+)
 from loadgen.errors import BrokerUnreachable, DriverError
 from loadgen.log_repeats import RepeatFilter
 from loadgen.spec import parse_model
@@ -405,8 +413,13 @@ class KafkaDriver(Driver):
         self._admin_errors[:] = [error.str()]
 
     def check_reachable(self, timeout_s: float) -> None:
-        address = self.config.bootstrap_servers or "<no bootstrap.servers>"
+        """Refused by every bootstrap server: at once. Otherwise a metadata request, which
+        librdkafka retries (a refusal too, reported only to ``error_cb``) until ``timeout_s``."""
+        servers = self.config.bootstrap_servers
+        address = servers or "<no bootstrap.servers>"
         deadline = time.monotonic() + timeout_s
+        tried = listed_addresses(servers.split(","), DEFAULT_PORT)
+        fail_if_refused("kafka", address, tried, timeout_s)
         while True:
             try:
                 wait = min(SLICE_S, max(0.01, deadline - time.monotonic()))

@@ -196,6 +196,17 @@ class MemoryConsumer:
     def pause(self) -> None:
         self._paused = True
 
+    def unread(self, timeout_s: float) -> dict[str, int] | None:
+        """What the subscription holds unread in this consumer's partitions, counted once its
+        thread has stopped, so each message is either delivered or counted here."""
+        self._stop.set()
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            return None
+        with self._topic.lock:
+            cursors, logs = self._subscription.cursors, self._topic.partitions
+            return {str(p): len(logs[p]) - cursors[p] for p in self._assigned()}
+
     def resume(self) -> None:
         self._paused = False
 

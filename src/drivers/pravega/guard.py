@@ -18,12 +18,12 @@ server"). Hence three guards:
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from typing import TypeVar
 from urllib.parse import urlsplit
 
 from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen.refusal import ACCEPTED, outcomes
 
 T = TypeVar("T")
 
@@ -40,15 +40,12 @@ def controller_address(uri: str) -> tuple[str, int]:
 
 
 def probe_tcp(uri: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
-    """Raise :class:`BrokerUnreachable` unless the controller's port accepts a connection."""
-    try:
-        with socket.create_connection(controller_address(uri), timeout=timeout_s):
-            pass
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise BrokerUnreachable(
-            "pravega", uri, f"no TCP connection to the controller: {reason}"
-        ) from None
+    """Raise :class:`BrokerUnreachable` unless the controller's port accepts a connection
+    within ``timeout_s``: stricter than :func:`~loadgen.driver.fail_if_refused`, which leaves
+    a silent address to the client (this client cannot be trusted with one)."""
+    [outcome] = outcomes([controller_address(uri)], timeout_s)
+    if outcome != ACCEPTED:
+        raise BrokerUnreachable("pravega", uri, f"no TCP connection to the controller: {outcome}")
 
 
 def describe(error: BaseException) -> str:

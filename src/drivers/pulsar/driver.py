@@ -21,6 +21,9 @@ from __future__ import annotations
 import logging
 import secrets
 import string
+import time
+from math import ceil
+from urllib.parse import urlsplit
 
 from drivers.pulsar import Driver
 from drivers.pulsar.admin import Admin
@@ -34,8 +37,9 @@ from drivers.pulsar.client import (
 from drivers.pulsar.config import AckMode, PulsarConfig, warn_unexpressible
 from drivers.pulsar.consumer import PulsarConsumer
 from drivers.pulsar.producer import PulsarProducer
-from loadgen.driver import OnMessage, TopicSpec
+from loadgen.driver import OnMessage, TopicSpec, fail_if_refused, url_addresses
 from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen.refusal import REFUSAL_WAIT_S
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
 
@@ -44,6 +48,7 @@ log = logging.getLogger("loadgen.pulsar")
 UNREACHABLE = (pulsar.ConnectError, pulsar.Timeout, pulsar.LookupError)
 """What a lookup raises when no broker answers (anything else is a broker answering)."""
 NAMESPACE_ALPHABET = string.ascii_letters + string.digits
+DEFAULT_PORTS = {"pulsar": 6650, "pulsar+ssl": 6651}
 
 
 def _rand7() -> str:
@@ -89,10 +94,18 @@ class PulsarDriver(Driver):
         return self._client
 
     def check_reachable(self, timeout_s: float) -> None:
-        """A lookup in our (maybe not yet existing) namespace, on a client that gives up after
-        ``timeout_s``; a broker that answers with an error is reachable."""
+        """Refused at every address of the service URL: at once. Otherwise a lookup in our
+        (maybe not yet existing) namespace, on a client that gives up when ``timeout_s`` is
+        over (it retries a refused connection until then); a broker that answers with an
+        error is reachable."""
         url = self.config.client.service_url
-        client = open_client(self.config.client, timeout_s)
+        started = time.monotonic()
+        port = DEFAULT_PORTS[urlsplit(url).scheme]  # the config accepts these two only
+        fail_if_refused("pulsar", url, url_addresses(url, port), timeout_s)
+        # the client counts whole seconds: a silent URL, which the check above waited for,
+        # must not round the lookup up past timeout_s
+        left = timeout_s - (time.monotonic() - started)
+        client = open_client(self.config.client, max(1, ceil(left - REFUSAL_WAIT_S)))
         try:
             client.get_topic_partitions(f"{self.topic_name_prefix}-reachability")
         except UNREACHABLE as error:

@@ -23,6 +23,7 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 from zlib import crc32
 
 import pika
@@ -40,13 +41,14 @@ from drivers.rabbitmq.consumer import RabbitConsumer
 from drivers.rabbitmq.producer import RabbitProducer
 from drivers.rabbitmq.pump import Pump
 from drivers.rabbitmq.topology import check_partitions, queue_arguments, queue_names, routing_keys
-from loadgen.driver import OnMessage, TopicSpec
+from loadgen.driver import OnMessage, TopicSpec, fail_if_refused, url_addresses
 from loadgen.errors import BrokerUnreachable, DriverError
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
 
 log = logging.getLogger("loadgen.rabbitmq")
 
+DEFAULT_PORTS = {"amqp": 5672, "amqps": 5671}
 ADMIN_TIMEOUT_S = 15.0
 CONNECT_TIMEOUT_S = 15.0
 CLOSE_TIMEOUT_S = 5.0
@@ -132,8 +134,15 @@ class RabbitMqDriver(Driver):
             ) from None
 
     def check_reachable(self, timeout_s: float) -> None:
+        """Every URI is used (topics are spread over them), so each must answer within
+        ``timeout_s``. pika gives up on a refused connection at once too (one attempt), but
+        its error says less than :func:`fail_if_refused`'s."""
         for uri in self.config.amqp_uris:
-            self._blocking(uri, timeout_s).close()
+            started = time.monotonic()
+            port = DEFAULT_PORTS[urlsplit(uri).scheme]  # check_uris accepted these two only
+            fail_if_refused("rabbitmq", mask_password(uri), url_addresses(uri, port), timeout_s)
+            left = max(timeout_s - (time.monotonic() - started), 0.001)
+            self._blocking(uri, left).close()
 
     def adopt_topics(self, topics: list[TopicSpec]) -> None:
         """Exchanges another worker declared: only their partition (routing key) count is

@@ -8,6 +8,7 @@ worker that stops answering is reported (:class:`~loadgen.errors.WorkerLost`), n
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import math
 import threading
@@ -24,8 +25,9 @@ from loadgen.errors import WorkerError, WorkerLost, WorkerRefused, WorkerUnreach
 T = TypeVar("T")
 
 CONNECT_TIMEOUT_S = 10.0
-"""How long the first answer of a worker may take before it is reported unreachable (by default:
-``--workers-wait``), and how long any later connection attempt may take."""
+"""How long the first answer of a worker may take before it is reported unreachable (unless
+``--workers-wait`` says otherwise), and how long any later connection attempt may take."""
+LATE_WORKER_HINT = "a worker still starting needs --workers-wait"
 CLOCK_SAMPLES = 8
 RETRY_PAUSE_S = 0.25
 
@@ -96,7 +98,7 @@ class WorkerClient:
             detail = f"{method} {path}: {_describe(error, timeout_s)}"
             if self.answered:
                 raise WorkerLost(self.url, detail) from None
-            raise WorkerUnreachable(self.url, detail) from None
+            raise WorkerUnreachable(self.url, detail, refused=_refused(error)) from None
         self.answered = True
         if status == 401:
             raise WorkerRefused(self.url)
@@ -106,15 +108,23 @@ class WorkerClient:
             raise WorkerError(self.url, f"{path}: {message}", int(answer.get("exitCode", 1)))
         return answer
 
-    async def first_contact(self, wait_s: float = CONNECT_TIMEOUT_S) -> dict[str, Any]:
-        """``GET /health``, retried for up to ``wait_s`` while nothing listens yet (workers
-        started together with the coordinator, as in a compose file)."""
+    async def first_contact(
+        self, wait_s: float = CONNECT_TIMEOUT_S, *, retry_refused: bool = False
+    ) -> dict[str, Any]:
+        """``GET /health``, answered within ``wait_s``. A refused connection (nothing listens
+        yet) fails at once, unless ``retry_refused``: then it is retried for up to ``wait_s``
+        (workers started together with the coordinator, as in a compose file)."""
         deadline = time.monotonic() + wait_s
         while True:
             remaining = deadline - time.monotonic()
             try:
                 return await self.request("GET", "/health", timeout_s=max(remaining, 0.1))
-            except WorkerUnreachable:  # what is left now: a silent worker took all of it
+            except WorkerUnreachable as error:
+                if error.refused and not retry_refused:
+                    raise WorkerUnreachable(
+                        self.url, f"GET /health: connection refused ({LATE_WORKER_HINT})"
+                    ) from None
+                # what is left now: a silent worker took all of it
                 if deadline - time.monotonic() < RETRY_PAUSE_S * 2:
                     raise
                 await asyncio.sleep(RETRY_PAUSE_S)
@@ -138,7 +148,15 @@ def _json_object(text: str) -> dict[str, Any]:
     return answer if isinstance(answer, dict) else {}
 
 
+def _refused(error: BaseException) -> bool:
+    """The worker's host refused the connection: nothing listens on that port."""
+    cause = getattr(error, "os_error", None)  # aiohttp.ClientConnectorError's
+    return isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED
+
+
 def _describe(error: BaseException, timeout_s: float) -> str:
     if isinstance(error, TimeoutError):
         return f"no answer within {timeout_s:.0f} s"
+    if _refused(error):
+        return "connection refused"
     return str(error) or type(error).__name__

@@ -69,8 +69,9 @@ def _correction(applied: bool, shifts: Sequence[PairShift]) -> dict[str, Any]:
 
 class Ensemble:
     """Drives the workers at ``urls`` as one :class:`~loadgen.worker.contract.Worker`;
-    ``wait_s`` is how long each may take to answer first; ``correct_clocks`` when they may run
-    on hosts of their own."""
+    ``wait_s`` is how long each may take to answer first (``retry_refused``: while its port
+    refuses too, else a refusal fails at once); ``correct_clocks`` when they may run on hosts
+    of their own."""
 
     def __init__(
         self,
@@ -81,9 +82,11 @@ class Ensemble:
         wait_s: float = CONNECT_TIMEOUT_S,
         *,
         correct_clocks: bool = False,
+        retry_refused: bool = False,
     ):
         self._plane = plane
         self._wait_s = wait_s
+        self._retry_refused = retry_refused
         self._clients = [WorkerClient(url, plane.session) for url in urls]
         self._spec = spec
         self._rule = rule
@@ -180,9 +183,12 @@ class Ensemble:
 
     # -- set-up ------------------------------------------------------------------------------
     def check_reachable(self, timeout_s: float) -> None:
-        """Every worker answers (within ``wait_s``), speaks our protocol, has its clock
-        measured, and has the driver open with its broker reachable."""
-        healths = self._each(lambda c: c.first_contact(self._wait_s))
+        """Every worker answers (within ``wait_s``; a refusal fails at once unless
+        ``retry_refused``), speaks our protocol, has its clock measured, and has the driver
+        open with its broker reachable."""
+        healths = self._each(
+            lambda c: c.first_contact(self._wait_s, retry_refused=self._retry_refused)
+        )
         for client, health in healths:
             self._affinity[client.url] = health.get("cpuAffinity")
             if health.get("protocol") != wire.PROTOCOL:

@@ -54,8 +54,10 @@ class Placement:
     token: str | None = field(default=None, repr=False)
     cpus: tuple[int, ...] = ()
     """``--cpus``: local worker process ``i`` is pinned to ``cpus[i % len(cpus)]``."""
-    workers_wait_s: float = CONNECT_TIMEOUT_S
-    """``--workers-wait``: how long each of ``workers`` may take to answer first."""
+    workers_wait_s: float | None = None
+    """``--workers-wait``: how long each of ``workers`` may take to answer first, retried while
+    its port refuses (a worker still starting). ``None`` (not given): :data:`CONNECT_TIMEOUT_S`
+    for an answer, and a refused connection fails the run at once."""
     chosen: ProcessCount | None = None
     """Why ``processes`` is what it is; :meth:`sized` fills it in where the caller did not."""
 
@@ -91,6 +93,11 @@ class Placement:
             )
         return self.split
 
+    @property
+    def first_answer_wait_s(self) -> float:
+        """How long each of ``workers`` may take to answer first."""
+        return CONNECT_TIMEOUT_S if self.workers_wait_s is None else self.workers_wait_s
+
     def count(self) -> int:
         """Workers or processes; 1 while the count is still to be sized."""
         return len(self.workers) or self.processes or 1
@@ -103,7 +110,7 @@ class Placement:
             "processesChosen": None if self.chosen is None else self.chosen.to_json(),
             "split": self.split,
             "cpus": list(self.cpus),
-            "workersWaitSeconds": self.workers_wait_s,
+            "workersWaitSeconds": self.first_answer_wait_s,
         }
 
 
@@ -115,8 +122,11 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
     rule = placement.rule(spec)
     if placement.workers:
         urls = list(placement.workers)
-        wait_s = placement.workers_wait_s
-        with _ensemble(urls, spec, rule, placement.token, wait_s, correct_clocks=True) as ensemble:
+        wait_s = placement.first_answer_wait_s
+        late = placement.workers_wait_s is not None  # a refusing port is retried for wait_s
+        with _ensemble(
+            urls, spec, rule, placement.token, wait_s, correct_clocks=True, retry_refused=late
+        ) as ensemble:
             yield ensemble
         return
     processes = workers_needed(rule, placement.count(), workload.topics)
@@ -142,9 +152,18 @@ def _ensemble(
     wait_s: float = CONNECT_TIMEOUT_S,
     *,
     correct_clocks: bool = False,
+    retry_refused: bool = False,
 ) -> Iterator[Ensemble]:
     plane = ControlPlane(token)
     try:
-        yield Ensemble(plane, urls, spec, rule, wait_s, correct_clocks=correct_clocks)
+        yield Ensemble(
+            plane,
+            urls,
+            spec,
+            rule,
+            wait_s,
+            correct_clocks=correct_clocks,
+            retry_refused=retry_refused,
+        )
     finally:
         plane.close()

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from loadgen import hdr
-from loadgen.outcome import WHAT_STOPPED
+from loadgen.outcome import WHAT_STOPPED, describe_drain
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
@@ -176,4 +176,41 @@ def format_catch_up(block: dict) -> str:
             for phase in tailing
         )
         lines.append(f"          tailing e2e p99 (ms) build/drain/steady {p99s}")
+    return "\n".join(lines)
+
+
+def _rate_line(block: dict[str, Any]) -> str:
+    if block["held"] is None:
+        return f"rate: not judged ({block['reason']})"
+    shown = (
+        f"{block['publishRate']:,.0f} of {block['askedRate']:,.0f} msg/s asked "
+        f"({block['ratio']:.2%}, tolerance {block['tolerance']:.0%})"
+    )
+    return f"rate: held, {shown}" if block["held"] else f"rate: NOT HELD, {shown}"
+
+
+def _consumers_line(block: dict[str, Any]) -> str:
+    if "growth" not in block:
+        verdict = "not judged" if block["keptUp"] is None else "FALLING BEHIND"
+        return f"consumers: {verdict} ({block['reason']})"
+    shown = (
+        f"backlog {block['backlogAtStart']:,} -> {block['backlogAtEnd']:,} over "
+        f"{block['seconds']:.0f} s, trend {block['trend']:+,.0f} msg/s"
+    )
+    if block["keptUp"]:
+        return f"consumers: kept up, {shown}"
+    return f"consumers: FALLING BEHIND, {shown} (allowance {block['allowance']:,.0f} messages)"
+
+
+def format_verdicts(result: dict[str, Any]) -> str | None:
+    """The result's ``verdicts`` in a line each: rate held, consumers kept up, the drain."""
+    verdicts = result.get("verdicts")
+    if verdicts is None:
+        return None
+    lines = [_rate_line(verdicts["rate"]), _consumers_line(verdicts["consumers"])]
+    drain = verdicts.get("drain")
+    if drain is not None:
+        subscriptions = result.get("catchUp", {}).get("catchUpSubscriptionsPerTopic", 1)
+        state = "completed" if drain["completed"] else "NOT COMPLETED"
+        lines.append(f"drain: {state}, {describe_drain(drain, subscriptions)}")
     return "\n".join(lines)

@@ -15,6 +15,7 @@ from statistics import fmean
 from typing import Any
 
 from loadgen.errors import ConfigError
+from loadgen.outcome import describe_drain
 from loadgen.report import charts, series
 from loadgen.report.console import MB
 from loadgen.report.shape import shape_rows
@@ -58,6 +59,10 @@ th, td { border-bottom: 1px solid #e4e4e4; padding: 4px 12px; text-align: right;
 th:first-child, td:first-child { text-align: left; }
 thead th { border-bottom: 2px solid #999; vertical-align: bottom; overflow-wrap: anywhere; }
 tr.group td { font-weight: bold; background: #f6f6f6; text-align: left; }
+table.verdicts caption { text-align: left; font-weight: bold; }
+table.verdicts th, table.verdicts td { text-align: left; white-space: nowrap; }
+table.verdicts td:last-child { white-space: normal; }
+table.verdicts td.fail { color: #a50e0e; font-weight: bold; }
 .change { color: #666; font-size: 13px; }
 figure.chart { margin: 24px 0; }
 figure.chart svg { width: 100%; height: auto; }
@@ -114,7 +119,57 @@ def _header(index: int, path: Path, result: Result) -> str:
     cells = "".join(f"<dt>{name}</dt><dd>{_text(value)}</dd>" for name, value in rows)
     return (
         f'<section class="result" style="--color: {charts.COLORS[index % len(charts.COLORS)]}">'
-        f"<h2>{_text(series.label(result))}</h2>{banner}{_slo(result)}<dl>{cells}</dl></section>"
+        f"<h2>{_text(series.label(result))}</h2>{banner}{_slo(result)}{_verdicts(result)}"
+        f"<dl>{cells}</dl></section>"
+    )
+
+
+def _rate_figures(rate: Result) -> str:
+    return (
+        f"{rate['publishRate']:,.0f} of {rate['askedRate']:,.0f} msg/s asked "
+        f"({rate['ratio'] * 100:.2f} %, tolerance {rate['tolerance'] * 100:.3g} %)"
+    )
+
+
+def _consumer_figures(consumers: Result) -> str:
+    return (
+        f"backlog {consumers['backlogAtStart']:,} → {consumers['backlogAtEnd']:,} in "
+        f"{consumers['seconds']:.0f} s, trend {consumers['trend']:+,.0f} msg/s, "
+        f"allowance {consumers['allowance']:,.0f}"
+    )
+
+
+def _drain_figures(result: Result) -> Callable[[Result], str]:
+    """The drain in the console's words, which name the rates that decided it."""
+    subscriptions = result.get("catchUp", {}).get("catchUpSubscriptionsPerTopic", 1)
+    return lambda drain: describe_drain(drain, subscriptions)
+
+
+def _verdicts(result: Result) -> str:
+    """The run's own verdicts, one row each: pass, FAIL or not judged, and the figures behind
+    it (or why it was not judged). A result written before verdicts existed shows nothing."""
+    verdicts = result.get("verdicts")
+    if not verdicts:
+        return ""
+    rows = []
+    for name, block, answer, figures in (
+        ("rate held", "rate", "held", _rate_figures),
+        ("consumers kept up", "consumers", "keptUp", _consumer_figures),
+        ("drain completed", "drain", "completed", _drain_figures(result)),
+    ):
+        if block not in verdicts:
+            continue  # no drain: not a catch-up run
+        verdict = verdicts[block]
+        judged = verdict[answer]
+        outcome = {True: "pass", False: "FAIL", None: "not judged"}[judged]
+        bare = set(verdict) <= {answer, "reason"}  # not judged, or failed for a reason alone
+        shown = verdict["reason"] if bare else figures(verdict)
+        css = ' class="fail"' if judged is False else ""
+        rows.append(f"<tr><td>{name}</td><td{css}>{outcome}</td><td>{_text(shown)}</td></tr>")
+    return (
+        '<table class="verdicts"><caption>Verdicts</caption>'
+        "<thead><tr><th>verdict</th><th>outcome</th><th>figures</th>"
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 

@@ -3,7 +3,8 @@
 Drawn from the matrix document (:func:`loadgen.studies.matrix.matrix_document`), so the
 files can be redrawn from it later. Points with the same values of the group fields form one
 line (p99 solid, p50 dashed) over their achieved throughput; each repeat is its own point, so
-the spread between repeats stays visible.
+the spread between repeats stays visible. Every table ends with a ``verdict`` column (the run's
+verdicts in a word: ``ok``, or which failed); the CSV adds each verdict as ``true``/``false``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from loadgen.report.html import CSS
 from loadgen.report.latency_chart import Line, latency_figure, to_svg
 from loadgen.results.files import all_or_none, write_text_atomic
 from loadgen.results.files import csv_text as table_csv
+from loadgen.results.verdict_columns import NAMES, csv_cell, mark
 
 Document = Mapping[str, Any]
 FIGURES = (
@@ -36,9 +38,11 @@ def _shown(value: Any) -> str:
 
 
 def rows(document: Document) -> tuple[list[str], list[list[str]]]:
-    """Header and rows: the varied values, the repeat, the figures (ms), status and result."""
+    """Header and rows: the varied values, the repeat, the figures (ms), status, result and
+    verdict (empty for a point without a result, or with one older than verdicts)."""
     varied = list(document["varied"])
     head = ["key", *varied, "repeat", *(name for name, _, _ in FIGURES), "status", "result"]
+    head.append("verdict")
     body = []
     for entry in document["points"]:
         measured = "publishRate" in entry
@@ -52,6 +56,7 @@ def rows(document: Document) -> tuple[list[str], list[list[str]]]:
                 *figures,
                 entry["status"],
                 entry.get("result", ""),
+                mark(entry),
             ]
         )
     return head, body
@@ -73,7 +78,13 @@ def table_text(document: Document) -> str:
 
 
 def csv_text(document: Document) -> str:
-    return table_csv(*rows(document))
+    """The table, then each verdict (``rateHeld``, ``consumersKeptUp``, ``drainCompleted``) as
+    ``true``, ``false`` or empty (not judged, not a catch-up run, no verdicts)."""
+    head, body = rows(document)
+    verdicts = [[csv_cell(entry.get(name)) for name in NAMES] for entry in document["points"]]
+    return table_csv(
+        [*head, *NAMES], [[*row, *judged] for row, judged in zip(body, verdicts, strict=True)]
+    )
 
 
 def default_groups(document: Document) -> list[str]:
@@ -111,11 +122,12 @@ def _page(document: Document, group_by: Sequence[str]) -> str:
     title = f"loadgen matrix: {document['matrix']}"
     head, body = rows(document)
     header = "".join(f"<th>{escape(cell)}</th>" for cell in head)
+    result = head.index("result")
     table_rows = []
     for row in body:
-        cells = [f"<td>{escape(cell)}</td>" for cell in row[:-1]]
-        link = escape(row[-1])
-        cells.append(f'<td><a href="{link}">{link}</a></td>' if link else "<td></td>")
+        cells = [f"<td>{escape(cell)}</td>" for cell in row]
+        link = escape(row[result])
+        cells[result] = f'<td><a href="{link}">{link}</a></td>' if link else "<td></td>"
         table_rows.append(f"<tr>{''.join(cells)}</tr>")
     drawn = lines(document, group_by)
     chart = ""

@@ -3,6 +3,8 @@
 Drawn from the sweep summary document (:func:`loadgen.studies.sweep.sweep_document`), so
 ``loadgen sweep`` and anyone reading the summary later get the same table. The HTML page is
 self-contained like the run report (inline SVG, no JavaScript) and links each rate's result.
+The ``verdict`` column gives each run's verdicts in a word
+(:func:`loadgen.results.verdict_columns.mark`): ``ok``, or which failed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from loadgen.report.charts import COLORS
 from loadgen.report.html import CSS
 from loadgen.report.latency_chart import Line, latency_figure, to_svg
 from loadgen.results.files import write_text_atomic
+from loadgen.results.verdict_columns import mark
 
 Summary = dict[str, Any]
 METRICS = (("publishLatency", "publish"), ("endToEndLatency", "end-to-end"))
@@ -47,11 +50,15 @@ def table_text(summary: Summary) -> str:
     """The table as fixed-width text, one row per rate, lowest first."""
     heads = [f"{short} {level}" for _, short in METRICS for level in LEVELS]
     short_heads = [h.replace("end-to-end", "e2e") for h in heads]
+    points = _sorted_points(summary)
+    width = max(len(text) for text in ["verdict", *(mark(point) for point in points)]) + 2
     lines = [
         f"{summary['workload']} on {summary['driver']}: latency (ms) by rate",
-        f"{'target msg/s':>15}{'sent msg/s':>15}" + "".join(f"{h:>15}" for h in short_heads),
+        f"{'target msg/s':>15}{'sent msg/s':>15}"
+        + "".join(f"{h:>15}" for h in short_heads)
+        + f"{'verdict':>{width}}",
     ]
-    for point in _sorted_points(summary):
+    for point in points:
         values = "".join(
             f"{point[field][level]:>15.3f}" for field, _ in METRICS for level in LEVELS
         )
@@ -62,7 +69,7 @@ def table_text(summary: Summary) -> str:
         )
         lines.append(
             f"{point['targetRate']:>15,.0f}{point['publishRate']:>15,.0f}{values}"
-            + (f"  {flags}" if flags else "")
+            f"{mark(point):>{width}}" + (f"  {flags}" if flags else "")
         )
     if (slo := _slo_line(summary)) is not None:
         lines.append(slo)
@@ -90,10 +97,12 @@ def svg(summary: Summary) -> str:
 
 def _html_table(summary: Summary, base: Path) -> str:
     heads = "".join(f"<th>{escape(short)} {level}</th>" for _, short in METRICS for level in LEVELS)
+    heads += "<th>verdict</th>"
     verdict_head = "<th>SLO</th>" if "slo" in summary else ""
     rows = []
     for point in _sorted_points(summary):
         cells = "".join(f"<td>{point[f][level]:.3f}</td>" for f, _ in METRICS for level in LEVELS)
+        cells += f"<td>{escape(mark(point))}</td>"
         result = Path(point["result"])
         link = escape(result.name if result.parent == base else str(result))
         verdict = f"<td>{escape(_verdict(point, summary))}</td>" if "slo" in summary else ""

@@ -18,6 +18,7 @@ from loadgen.accounting import Accounting
 from loadgen.outcome import RunOutcome
 from loadgen.results.catch_up import catch_up_fields, role_histograms
 from loadgen.results.client_cpu import client_cpu_fields
+from loadgen.results.run_verdicts import verdict_fields
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
@@ -29,6 +30,7 @@ from loadgen.stats import (
     measured_intervals,
     merge_all,
     recorded_metrics,
+    running_backlogs,
 )
 
 SUFFIXES = ("Avg", "50pct", "75pct", "95pct", "99pct", "999pct", "9999pct", "Max")
@@ -91,18 +93,6 @@ def _aggregated(
     return {f"aggregated{name}{suffix}": value for suffix, value in zip(SUFFIXES, row, strict=True)}
 
 
-def _backlogs(intervals: Sequence[IntervalStats], subscriptions: int) -> list[int]:
-    """Backlog at the end of each measured interval, from running totals over all intervals."""
-    sent = received = 0
-    backlogs = []
-    for stats in intervals:
-        sent += stats.sent
-        received += stats.received
-        if not stats.warmup:
-            backlogs.append(max(0, subscriptions * sent - received))
-    return backlogs
-
-
 def _delivery_fields(
     accounting: Accounting | None, measured: Sequence[IntervalStats]
 ) -> dict[str, Any]:
@@ -149,7 +139,13 @@ def build_test_result(
         "publishRate": [s.sent / s.seconds for s in measured],
         "publishErrorRate": [s.send_errors / s.seconds for s in measured],
         "consumeRate": [s.received / s.seconds for s in measured],
-        "backlog": _backlogs(intervals, header.subscriptions_per_topic),
+        "backlog": [
+            backlog
+            for stats, backlog in zip(
+                intervals, running_backlogs(intervals, header.subscriptions_per_topic), strict=True
+            )
+            if not stats.warmup
+        ],
     }
     result |= _period_lists("publishLatency", period(PUBLISH), _ms)
     result |= _period_lists("publishDelayLatency", period(PUBLISH_DELAY), _as_is, True)
@@ -187,6 +183,13 @@ def build_test_result(
         tailing = header.tailing_subscriptions_per_topic
         result["catchUp"] = catch_up_fields(outcome.catch_up, intervals, tailing)
         result["catchUp"]["unreadMessages"] = result["totalUnread"]
+    result["verdicts"] = verdict_fields(
+        outcome,
+        measured,
+        run.get("workload", {}),
+        header.topics * header.producers_per_topic,
+        header.subscriptions_per_topic,
+    )
     client_cpu = client_cpu_fields(measured)
     if client_cpu is not None:
         result["clientCpu"] = client_cpu

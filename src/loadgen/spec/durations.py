@@ -31,3 +31,18 @@ def parse_duration(text: str, *, option: str) -> float:
     if not math.isfinite(seconds):
         raise ConfigError(f"{text!r} is too long", path=option, value=text, allowed=ALLOWED)
     return seconds
+
+
+FOREVER = "forever"
+
+
+def parse_wait(text: str, *, option: str) -> float:
+    """A bound on a wait: a positive duration, or ``forever`` (returned as 0)."""
+    if text.strip().lower() == FOREVER:
+        return 0.0
+    seconds = parse_duration(text, option=option)
+    if seconds <= 0:
+        raise ConfigError(
+            f"{text!r} is no wait", path=option, value=text, allowed=f"{ALLOWED}, or {FOREVER}"
+        )
+    return seconds

@@ -8,7 +8,7 @@ durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional; ``p
 may be written ``10k`` and ``messageSize`` ``4KiB`` (:mod:`.units`; results hold the numbers).
 One field is loadgen's own: ``producerRateProfile`` (steps and ramps of the rate,
 :mod:`.rate_profile`); so are ``messageSizes`` / ``messageSizeRange`` (:mod:`.message_sizes`)
-and ``consumerDelay`` (:mod:`.consumer_delay`).
+and ``consumerDelay`` (:mod:`.consumer_delay`) and ``backlogDrainTimeout``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pydantic import (
 
 from loadgen.errors import ConfigError
 from loadgen.spec.consumer_delay import ConsumerDelay
+from loadgen.spec.durations import parse_wait
 from loadgen.spec.loader import load_yaml
 from loadgen.spec.message_sizes import (
     MAX_MESSAGE_SIZE,
@@ -80,6 +81,9 @@ class Workload(BaseModel):
     producer_rate: float = Field(default=0, alias="producerRate", ge=-1)
     consumer_backlog_size_gb: float = Field(default=0, alias="consumerBacklogSizeGB", ge=0)
     backlog_drain_ratio: float = Field(default=1.0, alias="backlogDrainRatio", gt=0, le=1)
+    backlog_drain_timeout_s: float | None = Field(default=None, alias="backlogDrainTimeout")
+    """loadgen's extension: the longest a catch-up drain may take (``5m``; ``forever``, 0,
+    waits as OMB does); unset, ``--catch-up-timeout``."""
     tailing_subscriptions_per_topic: int = Field(
         default=0, alias="tailingSubscriptionsPerTopic", ge=0
     )
@@ -116,6 +120,21 @@ class Workload(BaseModel):
     def _rate_text(cls, value: Any) -> Any:
         """``10k`` as a rate; numbers (OMB's 0 and -1 too) go on to the field's own checks."""
         return parse_rate(value, "producerRate") if isinstance(value, str) else value
+
+    @field_validator("backlog_drain_timeout_s", mode="before")
+    @classmethod
+    def _wait_text(cls, value: Any) -> Any:
+        """``5m`` or ``forever``; a number is seconds (0 is forever)."""
+        if isinstance(value, str):
+            return parse_wait(value, option="backlogDrainTimeout")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+            raise ConfigError(
+                f"{value!r} is no wait",
+                path="backlogDrainTimeout",
+                value=value,
+                allowed="a duration (5m, 90s), or forever",
+            )
+        return value
 
     @field_validator("message_size", mode="before")
     @classmethod

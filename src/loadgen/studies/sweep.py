@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import fmean
@@ -24,6 +24,7 @@ from typing import Any, Literal
 from loadgen.errors import ConfigError, RunAborted
 from loadgen.outcome import RunReport
 from loadgen.results.compare import load_result
+from loadgen.results.verdict_columns import flat_verdicts
 from loadgen.spec import Workload
 from loadgen.spec.units import RATE_ALLOWED, parse_rate
 
@@ -84,6 +85,9 @@ class SweepPoint:
     incomplete: bool
     failed_because: str | None = None
     """For an SLO search: why this rate did not pass (None: it passed, or no SLO)."""
+    verdicts: Mapping[str, bool | None] = field(default_factory=dict)
+    """The run's ``rateHeld``, ``consumersKeptUp``, ``drainCompleted`` (a catch-up run's);
+    empty for a result written before verdicts (:mod:`loadgen.results.verdict_columns`)."""
 
     def to_json(self) -> dict[str, Any]:
         document = {
@@ -93,6 +97,7 @@ class SweepPoint:
             "endToEndLatency": self.latencies["e2e"],
             "result": self.result,
             "incomplete": self.incomplete,
+            **self.verdicts,
         }
         if self.failed_because is not None:
             document["failedBecause"] = self.failed_because
@@ -105,7 +110,14 @@ def point_from_result(rate: float, path: str, result: dict[str, Any]) -> SweepPo
         metric: {label: result[f"{prefix}{suffix}"] for label, suffix in POINTS}
         for metric, prefix in METRICS.items()
     }
-    return SweepPoint(rate, fmean(rates), latencies, path, bool(result.get("incomplete")))
+    return SweepPoint(
+        rate,
+        fmean(rates),
+        latencies,
+        path,
+        bool(result.get("incomplete")),
+        verdicts=flat_verdicts(result.get("verdicts")),
+    )
 
 
 def at_rate(workload: Workload, rate: float) -> Workload:

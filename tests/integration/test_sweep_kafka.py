@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from loadgen.results.verdict_columns import mark
 from loadgen.spec import load_yaml
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
@@ -43,16 +44,25 @@ def swept(kafka_broker, tmp_path_factory):
 
 
 def test_a_three_step_sweep_prints_the_rate_vs_latency_table(swept):
-    done, _, _ = swept
+    done, summary, _ = swept
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     header = lines.index(next(line for line in lines if "target msg/s" in line))
-    for name in ("publish p50", "publish p99", "publish p99.9", "e2e p50", "e2e p99", "e2e p99.9"):
+    for name in (
+        "publish p50",
+        "publish p99",
+        "publish p99.9",
+        "e2e p50",
+        "e2e p99",
+        "e2e p99.9",
+        "verdict",
+    ):
         assert name in lines[header]
     rows = lines[header + 1 : header + 4]
     assert [int(row.split()[0].replace(",", "")) for row in rows] == list(RATES)
-    for row in rows:
-        assert len(row.split()) == 8
+    for row, point in zip(rows, summary["points"], strict=True):
+        assert len(row.split()) == 9
+        assert row.split()[-1] == mark(point)  # the run's verdicts, as its point holds them
 
 
 def test_each_rate_has_its_own_complete_result_at_that_rate(swept):

@@ -80,17 +80,23 @@ def stoppable_spec(request):
     return spec
 
 
-def test_a_backlog_left_at_the_end_is_unread_not_lost(stoppable_spec, tmp_path):
-    slow = catch_up_workload(
+def undrainable_workload(**changes) -> Workload:
+    """A backlog of 1 000 messages (half a second to build) read by a consumer that reads at
+    most 500 msg/s of the 2 000 sent: it never drains."""
+    return catch_up_workload(
         partitionsPerTopic=2,
         messageSize=256,
         subscriptionsPerTopic=1,
         tailingSubscriptionsPerTopic=0,
         producerRate=2_000,
-        consumerBacklogSizeGB=1_000 * 256 / GIB,  # 1 000 messages: half a second
-        consumerDelay="2ms",  # reads at most 500 msg/s of the 2 000 sent: never drains
-        testDurationMinutes=2 / 60,
+        consumerBacklogSizeGB=1_000 * 256 / GIB,
+        consumerDelay="2ms",
+        **changes,
     )
+
+
+def test_a_backlog_left_at_the_end_is_unread_not_lost(stoppable_spec, tmp_path):
+    slow = undrainable_workload(testDurationMinutes=2 / 60)
     options = RunOptions(stats_interval_s=1, catch_up_timeout_s=1, drain_timeout_s=1)
     result = run_one(RunRequest(slow, stoppable_spec, options, out_dir=tmp_path)).result
     assert result["catchUp"]["drained"] is False
@@ -106,16 +112,7 @@ def test_a_backlog_left_at_the_end_is_unread_not_lost(stoppable_spec, tmp_path):
 def test_an_undrainable_backlog_on_kafka_stops_the_run_with_the_drain_verdict(kafka_spec, tmp_path):
     """tansu with a consumer slower than the producer: the drain stops when the backlog has not
     shrunk for the stall window (5 s at 1-s intervals), not at the 10-min catch-up timeout."""
-    slow = catch_up_workload(
-        partitionsPerTopic=2,
-        messageSize=256,
-        subscriptionsPerTopic=1,
-        tailingSubscriptionsPerTopic=0,
-        producerRate=2_000,
-        consumerBacklogSizeGB=1_000 * 256 / GIB,
-        consumerDelay="2ms",  # at most 500 msg/s of the 2 000 sent
-        testDurationMinutes=1,  # skipped: the run ends with the drain
-    )
+    slow = undrainable_workload(testDurationMinutes=1)  # skipped: the run ends with the drain
     options = RunOptions(stats_interval_s=1, drain_timeout_s=1)
     started = time.monotonic()
     result = run_one(RunRequest(slow, kafka_spec, options, out_dir=tmp_path)).result

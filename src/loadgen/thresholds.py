@@ -23,7 +23,7 @@ from typing import Any
 from loadgen import hdr
 from loadgen.errors import ConfigError
 from loadgen.result import Result
-from loadgen.results.run_verdicts import asked_rate
+from loadgen.results.run_verdicts import ANSWERS, asked_rate
 from loadgen.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
@@ -54,11 +54,7 @@ COUNTS = {
     "backlog.growth": "messages the backlog grew by over the steady phase (verdicts.consumers)",
     "backlog.trend": "msg/s the backlog grew at over the steady phase (its least-squares slope)",
 }
-VERDICTS = {
-    "rate.held": ("rate", "held"),
-    "consumers.keptUp": ("consumers", "keptUp"),
-    "drain.completed": ("drain", "completed"),
-}
+VERDICTS = {f"{block}.{key}": (block, key) for block, key in ANSWERS}
 """A verdict's name → where the result's ``verdicts`` block answers it (:mod:`.run_verdicts`);
 written alone, it passes when the answer is true."""
 UNITS = {"us": 1.0, "µs": 1.0, "ms": 1_000.0, "s": 1_000_000.0}

@@ -13,7 +13,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loadgen.outcome import RunOutcome
-from loadgen.stats import IntervalStats, running_backlogs
+from loadgen.stats import IntervalStats, running_backlogs, sent_per_second
+
+ANSWERS = (("rate", "held"), ("consumers", "keptUp"), ("drain", "completed"))
+"""Each verdict's block in ``verdicts`` and the key that answers it, in the order every table,
+``--slo`` and the console give them."""
 
 RATE_TOLERANCE = 0.01
 """Producers pace on an absolute schedule: one that keeps up sends the asked count to within
@@ -46,7 +50,7 @@ def rate_verdict(
     seconds = sum(stats.seconds for stats in measured)
     if seconds <= 0:
         return _not_judged("held", "nothing was measured")
-    rate = sum(stats.sent for stats in measured) / seconds
+    rate = sent_per_second(measured)
     tolerance = max(RATE_TOLERANCE, (producers + 1) / (asked * seconds))
     return {
         "held": rate >= asked * (1 - tolerance),
@@ -123,23 +127,15 @@ def verdict_fields(
     subscriptions: int,
 ) -> dict[str, Any]:
     """The ``verdicts`` block of ``outcome``'s result; ``workload`` is the run's echo of it."""
-    rate = rate_verdict(asked_rate(workload), measured, producers)
-    seconds = sum(stats.seconds for stats in measured)
-    sent_rate = sum(stats.sent for stats in measured) / seconds if seconds > 0 else 0.0
+    delivered_rate = sent_per_second(measured) * subscriptions
     verdicts: dict[str, Any] = {
-        "rate": rate,
-        "consumers": consumers_verdict(
-            outcome, subscriptions, producers, sent_rate * subscriptions
-        ),
+        "rate": rate_verdict(asked_rate(workload), measured, producers),
+        "consumers": consumers_verdict(outcome, subscriptions, producers, delivered_rate),
     }
     catch_up = outcome.catch_up
     if catch_up is not None and catch_up.drain is not None:
         verdicts["drain"] = catch_up.drain.to_json()
-    answers = [
-        verdicts["rate"]["held"],
-        verdicts["consumers"]["keptUp"],
-        verdicts.get("drain", {}).get("completed"),
-    ]
+    answers = [verdicts.get(block, {}).get(key) for block, key in ANSWERS]
     return {"passed": all(answer is not False for answer in answers)} | verdicts
 
 

@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-FIELDS = (
-    ("rateHeld", "rate", "held"),
-    ("consumersKeptUp", "consumers", "keptUp"),
-    ("drainCompleted", "drain", "completed"),
-)
+from loadgen.results.run_verdicts import ANSWERS
+
+FIELDS = tuple((block + key[0].upper() + key[1:], block, key) for block, key in ANSWERS)
 """(flat field, block of ``verdicts``, its answer) in the order tables show them."""
 NAMES = tuple(name for name, _, _ in FIELDS)
 FAILED = {"rateHeld": "rate", "consumersKeptUp": "behind", "drainCompleted": "drain"}

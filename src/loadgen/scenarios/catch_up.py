@@ -37,8 +37,7 @@ CHECK_S = 0.1
 
 def backlog_of(worker: Worker, plan: CatchUpPlan) -> int:
     """Messages the catch-up subscriptions have yet to read (probe and warm-up included)."""
-    sent = worker.sent_so_far()
-    return max(0, plan.catch_up_subscriptions * sent - worker.received_catch_up_so_far())
+    return sample_of(worker, plan).backlog
 
 
 STALL_INTERVALS = 3

@@ -161,6 +161,8 @@ def test_a_wait_is_a_positive_duration_or_forever():
     assert parse_wait("forever", option="x") == 0 and parse_wait("90s", option="x") == 90
     with pytest.raises(ConfigError, match="or forever"):
         parse_wait("0", option="--backlog-drain-timeout")
+    with pytest.raises(ConfigError, match=r"'soon' is not a duration.*or forever"):
+        parse_wait("soon", option="--backlog-drain-timeout")
 
 
 def test_the_drain_timeout_is_the_flags_else_the_workloads_else_the_catch_up_timeout():

@@ -40,9 +40,13 @@ def parse_wait(text: str, *, option: str) -> float:
     """A bound on a wait: a positive duration, or ``forever`` (returned as 0)."""
     if text.strip().lower() == FOREVER:
         return 0.0
-    seconds = parse_duration(text, option=option)
-    if seconds <= 0:
+    allowed = f"{ALLOWED}, or {FOREVER}"
+    try:
+        seconds = parse_duration(text, option=option)
+    except ConfigError:
         raise ConfigError(
-            f"{text!r} is no wait", path=option, value=text, allowed=f"{ALLOWED}, or {FOREVER}"
-        )
+            f"{text!r} is not a duration", path=option, value=text, allowed=allowed
+        ) from None
+    if seconds <= 0:
+        raise ConfigError(f"{text!r} is no wait", path=option, value=text, allowed=allowed)
     return seconds

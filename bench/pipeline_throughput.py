@@ -15,6 +15,13 @@ Usage: python bench/pipeline_throughput.py [--runs 200] [--masters local[1] loca
    sampled every 0.2 s: peak memory of the driver (its Python and its JVM) and of the Python
    workers that run the tasks, and the driver Python's own CPU time.
 
+``--warm N`` measures instead inside one Spark session per code and master (a child process):
+after a warm-up (the 1-run set twice, the big set once), N rounds of the 1-run set and the big
+set, each into a new ``--out``; lines/s = the set's lines over the difference of the two times,
+and the process tree's CPU (driver, JVM, Python workers) per line over the same difference.
+Without the cold starts in both terms, it is the steadier figure for comparing code in the same
+run (the cold difference swings by ±3 s on this machine).
+
 ``--standalone N`` adds a master ``standalone``: a Spark master and N one-core workers on
 127.0.0.1 from pyspark's ``spark-class`` (as ``loadgen brokers up spark``). ``--code before=
 /old/checkout/src after=src`` runs the ingest of each named source tree (its ``PYTHONPATH``) on
@@ -86,6 +93,60 @@ def fan_out(source: Path, target: Path, runs: int) -> int:
     return lines
 
 
+WARM = """
+import json, shutil, sys, tempfile, threading, time
+import psutil
+from loadgen.pipeline.ingest import IngestSettings, ingest
+from loadgen.pipeline.spark import start_session
+
+one, many, master, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+spark = start_session(master, "pipeline throughput, warm")
+tree = psutil.Process()
+
+
+def cpu_seconds():
+    total = 0.0
+    for process in [tree, *tree.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def timed(landing):
+    out = tempfile.mkdtemp(prefix="loadgen-throughput-out-")
+    settings = IngestSettings(landing, out, master, once=True, keep_landing=True)
+    cpu, started = cpu_seconds(), time.perf_counter()
+    ingest(spark, settings, threading.Event())
+    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    shutil.rmtree(out)
+    return seconds, cpu
+
+
+for landing in (one, one, many):
+    timed(landing)
+found = [[*timed(one), *timed(many)] for _ in range(rounds)]
+spark.stop()
+print(json.dumps(found))
+"""
+
+
+def warm_rounds(
+    one: Path, many: Path, master: str, rounds: int, env: dict[str, str]
+) -> list[tuple[float, float, float, float]]:
+    """(1-run set seconds, its CPU seconds, big set seconds, its CPU seconds) per round, in one
+    warm Spark session."""
+    done = subprocess.run(
+        [sys.executable, "-c", WARM, one, many, master, str(rounds)],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"warm ingest on {master} failed:\n{done.stderr[-3000:]}")
+    return [tuple(row) for row in json.loads(done.stdout.splitlines()[-1])]
+
+
 @dataclass
 class Peaks:
     """The highest memory seen, MiB, and the driver Python's CPU seconds at the end."""
@@ -153,6 +214,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-files", type=int)
     parser.add_argument("--standalone", type=int, default=0, metavar="WORKERS")
+    parser.add_argument("--warm", type=int, default=0, metavar="ROUNDS")
     parser.add_argument("--code", nargs="+", default=[f"this={REPO / 'src'}"], metavar="NAME=SRC")
     parser.add_argument(
         "--cache", type=Path, default=Path(tempfile.gettempdir()) / "loadgen-pipeline-source"
@@ -177,10 +239,24 @@ def main() -> None:
     codes = dict(item.split("=", 1) for item in args.code)
     runs = [(code, master) for master in masters for code in codes]
     rates: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
+    cpu: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
     try:
         for round_number in range(args.rounds):
             for code, master in runs if round_number % 2 == 0 else runs[::-1]:
                 env = {**os.environ, "PYTHONPATH": str(Path(codes[code]).resolve())}
+                if args.warm:
+                    for small, small_cpu, big, big_cpu in warm_rounds(
+                        one, many, master, args.warm, env
+                    ):
+                        rates[(code, master)].append(lines / max(big - small, 1e-9))
+                        cpu[(code, master)].append((big_cpu - small_cpu) / lines * 1e6)
+                        print(
+                            f"round {round_number} {code} {master}, warm: {big:.2f} s"
+                            f" - 1-run set {small:.2f} s = {rates[(code, master)][-1]:,.0f}"
+                            f" lines/s; CPU {cpu[(code, master)][-1]:.0f} µs a line",
+                            flush=True,
+                        )
+                    continue
                 start_up, _ = ingest(one, master, args.max_files, env)
                 seconds, peaks = ingest(many, master, args.max_files, env)
                 rate = lines / max(seconds - start_up, 1e-9)
@@ -203,8 +279,11 @@ def main() -> None:
     first = statistics.median(rates[runs[0]])
     for code, master in runs:
         median = statistics.median(rates[(code, master)])
+        per_line = (
+            f", CPU {statistics.median(cpu[(code, master)]):.0f} µs a line" if args.warm else ""
+        )
         print(
-            f"median {code} {master}: {median:,.0f} lines/s,"
+            f"median {code} {master}: {median:,.0f} lines/s{per_line},"
             f" x{median / first:.2f} of {' '.join(runs[0])}"
         )
 

@@ -114,3 +114,24 @@ def test_summaries_of_many_equal_each_histograms_java_equal_numbers(block, rows,
         assert (numbers.min, numbers.max) == (histogram.min, histogram.max)
         for name, percentile in codec.SUMMARY_PERCENTILES.items():
             assert getattr(numbers, name) == codec.value_at_percentile(histogram, percentile)
+
+
+def test_varints_of_every_length_are_leb128_of_their_zigzag_and_read_back():
+    values = np.array([0, -1, 63, -64, 64, 300, -300, 2**14, -(2**27), 2**27, 2**34, 2**41, 2**48])
+    written = codec._varints(values)
+    assert written[:6] == bytes([0x00, 0x01, 0x7E, 0x7F, 0x80, 0x01])  # 0, -1, 63, -64, 64
+    assert written[6:8] == bytes([0xD8, 0x04])  # 300: zigzag 600
+    ends, read = codec._read_varints(np.frombuffer(written, np.uint8))
+    assert read.tolist() == values.tolist() and ends[-1] == len(written) - 1
+    assert np.diff(ends, prepend=-1).tolist() == [1, 1, 1, 1, 2, 2, 2, 3, 4, 5, 6, 7, 8]
+
+
+@pytest.mark.parametrize("top", [2**18 - 1, 2**18, 3 * 2**18])
+def test_bucket_equivalents_below_the_second_bucket_are_the_index_itself_and_exact_above(top):
+    geometry = codec.layout(END_TO_END)
+    index = np.unique(np.r_[0, 1, 17_519, np.arange(top - 5, top + 1)])
+    lowest, size = geometry.bounds(index)
+    found = geometry.equivalents(index)
+    expected = (lowest, lowest + size - 1, lowest + (size >> 1))
+    assert [part.tolist() for part in found] == [part.tolist() for part in expected]
+    assert (found[0] is index) == (top < 2**18)  # the shortcut taken only where it is exact

@@ -4,8 +4,20 @@ import json
 
 import pytest
 
-from loadgen.pipeline.tasks.parse import EMPTY, MAX_LINE_BYTES, UNTERMINATED, parse_file
-from loadgen.pipeline.tasks.records import PROBLEM, RAW_LINE, RECORD_FIELDS, SOURCE_FILE
+from loadgen.pipeline.tasks.parse import (
+    EMPTY,
+    MAX_LINE_BYTES,
+    UNTERMINATED,
+    MetaOnce,
+    parse_file,
+)
+from loadgen.pipeline.tasks.records import (
+    META_DIGEST,
+    PROBLEM,
+    RAW_LINE,
+    RECORD_FIELDS,
+    SOURCE_FILE,
+)
 
 GOOD = {"kind": "interval", "run_id": "r", "worker_id": "w0", "workers": 1, "seq": 0}
 
@@ -51,3 +63,29 @@ def test_good_lines_keep_every_field_and_an_unterminated_tail_is_a_problem():
 def test_an_empty_file_yields_one_problem_row():
     (row,) = parse_file("f", b"")  # when Spark skips it, the sink finds it in the checkpoint
     assert row[PROBLEM] == EMPTY and row[SOURCE_FILE] == "f"
+
+
+def test_a_task_hands_on_each_runs_meta_once_per_metric_and_a_digest_on_the_rest():
+    content = (
+        b"".join(
+            line(run_id=run, metric=metric, seq=seq, meta=meta)
+            for run, meta in [("r1", '{"a": 1}'), ("r2", '{"a": 2}')]
+            for seq in range(3)
+            for metric in ("publish", "endToEnd")
+        )
+        + line(run_id="r1", metric="publish", seq=9, meta='{"a": "changed"}')
+        + b"[1]\n"
+    )
+    rows = list(parse_file("f", content))
+    meta_once = MetaOnce()
+    meta_once(rows[:7])
+    meta_once(rows[7:])  # the task's next Arrow batch: still once per task
+    handed_on = [(r["run_id"], r["metric"], r["meta"]) for r in rows if r.get("meta")]
+    assert handed_on == [
+        ("r1", "publish", '{"a": 1}'), ("r1", "endToEnd", '{"a": 1}'),
+        ("r2", "publish", '{"a": 2}'), ("r2", "endToEnd", '{"a": 2}'),
+        ("r1", "publish", '{"a": "changed"}'),
+    ]  # fmt: skip
+    digests = {r["run_id"]: r[META_DIGEST] for r in rows[:6]}
+    assert len(set(digests.values())) == 1 and digests["r1"] != rows[6][META_DIGEST]
+    assert rows[-1][PROBLEM] and META_DIGEST not in rows[-1]  # a problem row is left alone

@@ -5,6 +5,7 @@ Also the shipped zip: every module in it imports only what an executor without l
 """
 
 import ast
+import json
 import sys
 import zipfile
 from functools import partial
@@ -19,17 +20,20 @@ from loadgen.pipeline.landing import LandingWriter, RunIdentity
 from loadgen.pipeline.tasks import merge
 from loadgen.pipeline.tasks.merge import merge_partition
 from loadgen.pipeline.tasks.parse import parse_batches
-from loadgen.pipeline.tasks.records import STATE, TABLE
+from loadgen.pipeline.tasks.records import META_DIGEST, STATE, TABLE
 from loadgen.stats import METRICS, IntervalStats
 
 WORKERS = 2
 INTERVALS = 6
 
 
+META = {"workload": {"producerRate": 2000}, "host": "vm"}
+
+
 def landed(directory: Path, intervals: int = INTERVALS, samples: int = 300) -> list[Path]:
     """Two workers' interval files, then their end markers, in landing order."""
     writers = [
-        LandingWriter(directory, RunIdentity("r", f"w{n}", WORKERS, "wl", "d", "memory", {}))
+        LandingWriter(directory, RunIdentity("r", f"w{n}", WORKERS, "wl", "d", "memory", META))
         for n in range(WORKERS)
     ]
     rng = np.random.default_rng(3)
@@ -165,6 +169,40 @@ def test_the_files_read_counter_counts_every_file_once(tmp_path):
                for p in paths]  # fmt: skip
     list(partial(parse_batches, files_read=counter)(iter(batches)))
     assert counter.value == len(paths)
+
+
+def test_a_runs_meta_crosses_the_shuffle_once_per_metric_and_is_back_on_every_row(tmp_path):
+    paths = landed(tmp_path / "landing", intervals=2)
+    duplicate = tmp_path / "duplicate.json"
+    duplicate.write_bytes(paths[0].read_bytes())
+    files = pa.RecordBatch.from_pydict(
+        {"path": [p.as_uri() for p in [*paths, duplicate]],
+         "content": [p.read_bytes() for p in [*paths, duplicate]]}
+    )  # fmt: skip
+    lines = [row for batch in parse_batches(iter([files])) for row in batch.to_pylist()]
+    carried = [row for row in lines if row["meta"] is not None]
+    assert sorted(row["metric"] for row in carried) == sorted(METRICS)
+    assert all(row[META_DIGEST] == carried[0][META_DIGEST] for row in lines)
+    out = [row for b in merge_partition(iter([pa.RecordBatch.from_pylist(lines)]), 1.0)
+           for row in b.to_pylist()]  # fmt: skip
+    runs = [row for row in out if row[TABLE] == "runs"]
+    assert len(runs) == len(METRICS) and all(json.loads(r["meta"]) == META for r in runs)
+    quarantined = [row for row in out if row[TABLE] == "quarantine"]
+    assert len(quarantined) == len(METRICS)  # the duplicate's lines, each with its meta
+    assert all(json.loads(json.loads(r["raw"])["meta"]) == META for r in quarantined)
+
+
+def test_a_meta_digest_without_its_meta_is_a_bug_that_quarantines_the_group(tmp_path):
+    paths = landed(tmp_path / "landing", intervals=1)
+    files = pa.RecordBatch.from_pydict(
+        {"path": [paths[0].as_uri()], "content": [paths[0].read_bytes()]}
+    )
+    lines = [row for batch in parse_batches(iter([files])) for row in batch.to_pylist()]
+    lines[0]["meta"] = None
+    out = [row for b in merge_partition(iter([pa.RecordBatch.from_pylist(lines)]), 1.0)
+           for row in b.to_pylist()]  # fmt: skip
+    (failed,) = [row for row in out if row[TABLE] == "quarantine"]
+    assert failed["metric"] == lines[0]["metric"] and "KeyError" in failed["reason"]
 
 
 SHIPPED_ROOTS = {"numpy", "pyarrow", "pyspark", "loadgen"}

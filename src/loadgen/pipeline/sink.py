@@ -98,10 +98,9 @@ class BatchWriter:
         files_read = spark.sparkContext.accumulator(0)
         listed = batch_files(files, join(self.out, CHECKPOINT), batch_id)
         local = self.read_local_files and bool(listed)
-        local = local and all(urlparse(uri).scheme == "file" for uri in listed)
+        local = local and all(uri.startswith("file:") for uri in listed)
         if local:  # the tasks read the files: Spark's reader costs ~1 ms of JVM a small file
-            source = spark.createDataFrame([(uri,) for uri in listed], "path STRING")
-            source = source.repartition(min(len(listed), cores * TASKS_PER_CORE))
+            source = by_name_ranges(spark, listed, min(len(listed), cores * TASKS_PER_CORE))
         else:
             source = batch.select("path", "content").coalesce(cores * TASKS_PER_CORE)
         parsed = source.mapInArrow(
@@ -216,6 +215,14 @@ class BatchWriter:
             except OSError as error:
                 copied = f"not copied: {error.args[0].splitlines()[0] if error.args else error}"
             files.write_text(join(folder, f"{name}.reason"), "\n".join([uri, copied, *why]) + "\n")
+
+
+def by_name_ranges(spark: SparkSession, uris: list[str], tasks: int) -> DataFrame:
+    """``uris`` as ``tasks`` partitions of consecutive names: a run's files (named
+    ``<run>-<worker>-<seq>``) mostly share a task, which then hands on the run's ``meta`` once
+    per metric (:class:`~loadgen.pipeline.tasks.parse.MetaOnce`), not once per task."""
+    files = spark.createDataFrame([(uri,) for uri in uris], "path STRING")
+    return files.repartitionByRange(tasks, "path")
 
 
 def merge_plan(parsed: DataFrame, previous: DataFrame, now: float) -> DataFrame:

@@ -29,11 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from loadgen import hdr_core as hdr
 from loadgen.hdr_core import METRICS
+from loadgen.pipeline.tasks.collector import collector_paused
 from loadgen.pipeline.tasks.records import (
     CLOSE,
     COUNTERS,
     END,
     INTERVAL,
+    META_DIGEST,
     OUTPUT_COLUMNS,
     PROBLEM,
     RAW_LINE,
@@ -478,6 +480,22 @@ def merge_partition(batches: Iterator[pa.RecordBatch], now: float) -> Iterator[p
     keeps its previous state, so no batch can fail on it and replay into the same failure."""
     import pyarrow as pa
 
+    with collector_paused():
+        out = _merged_rows(batches, now)
+    schema = arrow_schema(OUTPUT_COLUMNS)
+    columns = schema.remove(schema.get_field_index(TABLE))
+    for table, rows in out.items():
+        for start in range(0, len(rows), OUTPUT_BATCH_ROWS):
+            part = pa.RecordBatch.from_pylist(rows[start : start + OUTPUT_BATCH_ROWS], columns)
+            named = pa.array([table] * part.num_rows, pa.string())
+            yield pa.RecordBatch.from_arrays(
+                [named if name == TABLE else part.column(name) for name in schema.names],
+                schema=schema,
+            )
+
+
+def _merged_rows(batches: Iterator[pa.RecordBatch], now: float) -> dict[str, list[dict[str, Any]]]:
+    """Every group of the task's rows advanced, by :data:`OUTPUTS`."""
     lines: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
     states: dict[tuple[Any, Any], str] = {}
     for batch in batches:
@@ -494,16 +512,7 @@ def merge_partition(batches: Iterator[pa.RecordBatch], now: float) -> Iterator[p
             out[table] += found
     out[STATE] += [_state_row(key, text) for key, text in states.items()]
     fill_summaries([*out["intervals"], *out["runs"]])
-    schema = arrow_schema(OUTPUT_COLUMNS)
-    columns = schema.remove(schema.get_field_index(TABLE))
-    for table, rows in out.items():
-        for start in range(0, len(rows), OUTPUT_BATCH_ROWS):
-            part = pa.RecordBatch.from_pylist(rows[start : start + OUTPUT_BATCH_ROWS], columns)
-            named = pa.array([table] * part.num_rows, pa.string())
-            yield pa.RecordBatch.from_arrays(
-                [named if name == TABLE else part.column(name) for name in schema.names],
-                schema=schema,
-            )
+    return out
 
 
 DECODED = "_decoded"
@@ -539,6 +548,7 @@ def group_rows(
     its new state."""
     run_id, metric = key
     try:
+        restore_meta(rows)
         state = RunState.loads(state_text) if state_text is not None else None
         step = advance(run_id, metric, state, rows, now, summarize=False)
     except Exception as error:  # a bug must not fail the batch: the lines wait in quarantine
@@ -548,6 +558,21 @@ def group_rows(
     found = {table: getattr(step, table) for table in TABLES}
     new_state = [] if step.state is None else [_state_row(key, step.state.dumps())]
     return found | {STATE: new_state}
+
+
+def restore_meta(rows: list[dict[str, Any]]) -> None:
+    """Each line's ``meta`` back from the line of its group that carried it (the parse task
+    sent it once: :class:`loadgen.pipeline.tasks.parse.MetaOnce`); a digest no line of the
+    group carries is a bug, raised."""
+    carried = {
+        row[META_DIGEST]: row["meta"]
+        for row in rows
+        if row.get("meta") is not None and row.get(META_DIGEST) is not None
+    }
+    for row in rows:
+        digest = row.get(META_DIGEST)
+        if digest is not None and row.get("meta") is None:
+            row["meta"] = carried[digest]
 
 
 def _state_row(key: tuple[Any, Any], text: str) -> dict[str, Any]:

@@ -10,13 +10,16 @@ quarantines it). Nothing in a file can raise here.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from loadgen.pipeline.tasks.collector import collector_paused
 from loadgen.pipeline.tasks.records import (
     LANDING_TYPES,
+    META_DIGEST,
     PARSED_COLUMNS,
     PROBLEM,
     RAW_LINE,
@@ -145,24 +148,59 @@ def read_local(path: str) -> list[dict[str, Any]]:
     return list(parse_file(path, content))
 
 
+class MetaOnce:
+    """Hands on each (run, metric, ``meta``) once per task: later lines with the same ``meta``
+    keep only its :data:`~loadgen.pipeline.tasks.records.META_DIGEST`. The first line and the
+    others go to the same merge group in the same batch (the shuffle's key is (run, metric)),
+    where :func:`loadgen.pipeline.tasks.merge.restore_meta` puts it back."""
+
+    def __init__(self) -> None:
+        self._digests: dict[str, str] = {}
+        self._handed_on: set[tuple[str | None, str | None, str]] = set()
+
+    def __call__(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            meta = row.get("meta")
+            if meta is None or row[PROBLEM] is not None:
+                continue
+            digest = self._digests.get(meta)
+            if digest is None:
+                digest = hashlib.blake2b(meta.encode(), digest_size=16).hexdigest()
+                self._digests[meta] = digest
+            row[META_DIGEST] = digest
+            key = (row["run_id"], row["metric"], digest)
+            if key in self._handed_on:
+                row["meta"] = None
+            else:
+                self._handed_on.add(key)
+
+
 def parse_batches(
     batches: Iterator[pa.RecordBatch], files_read: Accumulator | None = None
 ) -> Iterator[pa.RecordBatch]:
     """The parse task (``mapInArrow``): ``path`` and ``content`` rows in (or ``path`` alone:
     a ``file:`` URI this task reads itself), one row per landing line out, in
-    :data:`~loadgen.pipeline.tasks.records.PARSED_COLUMNS`; ``files_read`` (a Spark
-    accumulator) counts the files."""
+    :data:`~loadgen.pipeline.tasks.records.PARSED_COLUMNS` (``meta`` once per run, metric and
+    task: :class:`MetaOnce`); ``files_read`` (a Spark accumulator) counts the files."""
     import pyarrow as pa
 
     schema = arrow_schema(PARSED_COLUMNS)
+    meta_once = MetaOnce()
     for batch in batches:
         if files_read is not None:
             files_read.add(batch.num_rows)
-        paths = batch.column("path").to_pylist()
-        if "content" in batch.schema.names:
-            contents = batch.column("content").to_pylist()
-            rows = [row for path, content in zip(paths, contents, strict=True)
-                    for row in parse_file(path, content)]  # fmt: skip
-        else:
-            rows = [row for path in paths for row in read_local(path)]
-        yield pa.RecordBatch.from_pylist(rows, schema)
+        with collector_paused():
+            rows = _parsed_rows(batch)
+            meta_once(rows)
+            parsed = pa.RecordBatch.from_pylist(rows, schema)
+        yield parsed
+
+
+def _parsed_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """The rows of every file of ``batch``: its ``content``, or read here from its ``path``."""
+    paths = batch.column("path").to_pylist()
+    if "content" not in batch.schema.names:
+        return [row for path in paths for row in read_local(path)]
+    contents = batch.column("content").to_pylist()
+    return [row for path, content in zip(paths, contents, strict=True)
+            for row in parse_file(path, content)]  # fmt: skip

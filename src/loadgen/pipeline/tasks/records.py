@@ -63,6 +63,11 @@ PROBLEM = "_problem"
 it can."""
 RAW_LINE = "_raw"
 """The start of an unusable line, for the quarantine table."""
+META_DIGEST = "_meta_digest"
+"""A digest of a line's ``meta``. The parse task hands on a run's configuration (``meta``, ~1 KB
+on every line) once per (run, metric) and task, the digest alone on its other lines: the
+shuffle then moves a third of the bytes, and the merge puts each ``meta`` back from the line
+that carried it (:class:`loadgen.pipeline.tasks.parse.MetaOnce`)."""
 STATE = "state"
 """A (run, metric) group's merge state between micro-batches, as JSON text."""
 TABLE = "table"
@@ -138,6 +143,7 @@ PARSED_COLUMNS = [
     (SOURCE_FILE, "STRING"),
     (PROBLEM, "STRING"),
     (RAW_LINE, "STRING"),
+    (META_DIGEST, "STRING"),
     (STATE, "STRING"),
 ]
 """What the parse task hands the merge: a landing line's fields, or a problem row, or (from

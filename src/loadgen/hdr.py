@@ -177,8 +177,7 @@ def quantile_map(histogram: Histogram) -> dict[str, int]:
     total = histogram.total
     if total == 0:
         return {}
-    geometry = layout(histogram.metric)
-    highest = geometry.lowest_value(histogram.index) + geometry.range_size(histogram.index) - 1
+    highest = layout(histogram.metric).equivalents(histogram.index)[1]
     quantiles: dict[str, int] = {}
     level = 0.0
     cumulative = 0

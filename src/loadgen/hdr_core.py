@@ -105,14 +105,6 @@ class Layout:
         lowest, size = self.bounds(index)
         return lowest, lowest + size - 1, lowest + (size >> 1)
 
-    def lowest_value(self, index: np.ndarray) -> np.ndarray:
-        """``valueFromIndex``: the lowest value that lands in each counts index."""
-        return self.bounds(index)[0]
-
-    def range_size(self, index: np.ndarray) -> np.ndarray:
-        """How many distinct values share each counts index."""
-        return self.bounds(index)[1]
-
 
 @cache
 def layout(metric: str) -> Layout:
@@ -158,16 +150,14 @@ class Histogram:
         """Java ``getMaxValue``: highest equivalent value of the largest recorded value."""
         if not len(self.index):
             return 0
-        last = self.index[-1:]
-        geometry = layout(self.metric)
-        return int(geometry.lowest_value(last)[0] + geometry.range_size(last)[0] - 1)
+        return int(layout(self.metric).equivalents(self.index[-1:])[1][0])
 
     @property
     def min(self) -> int:
         """Java ``getMinValue``: lowest equivalent value of the smallest recorded value."""
         if not len(self.index):
             return 0
-        return int(layout(self.metric).lowest_value(self.index[:1])[0])
+        return int(layout(self.metric).equivalents(self.index[:1])[0][0])
 
 
 def histogram_for(metric: str) -> Histogram:
@@ -260,15 +250,10 @@ def _at_percentiles(
     ]
 
 
-def _bucket_bounds(histogram: Histogram) -> tuple[np.ndarray, np.ndarray]:
-    """Every bucket's lowest equivalent value and its range size."""
-    return layout(histogram.metric).bounds(histogram.index)
-
-
 def values_at_percentiles(histogram: Histogram, percentiles: list[float]) -> list[int]:
     """Java ``getValueAtPercentile`` for each of ``percentiles``."""
-    lowest, size = _bucket_bounds(histogram)
-    return _at_percentiles(histogram, lowest, lowest + size - 1, percentiles)
+    lowest, highest, _ = layout(histogram.metric).equivalents(histogram.index)
+    return _at_percentiles(histogram, lowest, highest, percentiles)
 
 
 def value_at_percentile(histogram: Histogram, percentile: float) -> int:
@@ -276,19 +261,15 @@ def value_at_percentile(histogram: Histogram, percentile: float) -> int:
     return values_at_percentiles(histogram, [percentile])[0]
 
 
-def _mean(histogram: Histogram, lowest: np.ndarray, size: np.ndarray) -> float:
+def mean(histogram: Histogram) -> float:
     """Java ``getMean``: Σ medianEquivalentValue × count / total, summed in value order (a
     cumulative sum adds one term at a time, as Java's loop does; ``np.sum`` would pair them)."""
     total = int(histogram.counts.sum())
     if total == 0:
         return 0.0
-    terms = (lowest + (size >> 1)).astype(np.float64) * histogram.counts.astype(np.float64)
+    middle = layout(histogram.metric).equivalents(histogram.index)[2]
+    terms = middle.astype(np.float64) * histogram.counts.astype(np.float64)
     return float(np.cumsum(terms)[-1]) / total
-
-
-def mean(histogram: Histogram) -> float:
-    """Java ``getMean``."""
-    return _mean(histogram, *_bucket_bounds(histogram))
 
 
 @dataclass(frozen=True, slots=True)

@@ -161,7 +161,7 @@ class MetaOnce:
     def __call__(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
             meta = row.get("meta")
-            if meta is None or row[PROBLEM] is not None:
+            if meta is None:  # problem rows have no fields
                 continue
             digest = self._digests.get(meta)
             if digest is None:

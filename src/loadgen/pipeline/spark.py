@@ -36,6 +36,9 @@ SETTINGS = {
     # above 32 paths Spark lists files with a distributed job; ~1 s instead of ~19 s per batch
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
     "spark.sql.session.timeZone": "UTC",
+    # a micro-batch's cached rows live for that batch only, and are mostly encoded histograms
+    # that column compression cannot shrink: compressing them cost CPU for nothing
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
     "spark.driver.extraJavaOptions": " ".join(
         [f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}", *LEAN_JVM]
     ),

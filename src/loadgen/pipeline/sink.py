@@ -5,8 +5,9 @@ Per batch the driver only plans and commits; every landing line is handled in ex
 1. **parse** (``mapInArrow``, :func:`~loadgen.pipeline.tasks.parse.parse_batches`): each of
    the batch's files (as the checkpoint lists them) → one row per line, or a problem row saying
    why not. The tasks read ``file:`` URIs themselves (a local or shared file system: Spark's
-   file reader costs about a millisecond of JVM time per small file); on other file systems
-   Spark's ``binaryFile`` reader hands them the bytes;
+   file reader costs about a millisecond of JVM time per small file), each task a range of
+   names (:func:`by_name_ranges`); on other file systems Spark's ``binaryFile`` reader hands
+   them the bytes;
 2. **shuffle** by (run, metric), together with the previous batch's state rows
    (:mod:`loadgen.pipeline.state`);
 3. **merge** (``mapInArrow``, :func:`~loadgen.pipeline.tasks.merge.merge_partition`): each

@@ -108,7 +108,7 @@ class BatchWriter:
             partial(parse_batches, files_read=files_read), ddl(PARSED_COLUMNS)
         )
         previous = state.load(spark, files, self.out, batch_id)
-        # read five times (the summary, three tables, the state): kept as Spark's column
+        # read up to five times (the summary, three tables, the state): kept as Spark's column
         # batches; Python's MEMORY_AND_DISK is the serialized level, which would copy them
         # into bytes once and back out on every read
         merged = merge_plan(parsed, previous, now).persist(StorageLevel.MEMORY_AND_DISK_DESER)

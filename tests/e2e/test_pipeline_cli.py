@@ -20,8 +20,10 @@ import threading
 import time
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from loadgen import hdr
@@ -242,6 +244,33 @@ def test_the_documented_queries_run_on_the_tables(ingested_run, pipeline_spark):
     rows = run_sql(pipeline_spark, one_run.replace("RUN_ID", run_id)).collect()
     measured = [row["p99_ms"] for row in rows if not row["warmup"]]
     assert measured == [round(v, 3) for v in result["endToEndLatency99pct"]]
+
+
+@pytest.mark.parametrize("master", [LOCAL], indirect=True)
+def test_duckdb_reads_the_tables_and_every_file_is_sorted_by_run(ingested_run):
+    """DuckDB sees what pyarrow sees, partition columns included; each file is sorted by run,
+    metric (and seq) with min/max statistics, what lets a reader skip other runs' row groups."""
+    result, out, _ = ingested_run
+    run_id = result["run"]["runId"]
+    query = (
+        "SELECT metric, count, p99, day FROM read_parquet(?, hive_partitioning = true)"
+        " WHERE run_id = ? ORDER BY metric"
+    )
+    by_duckdb = duckdb.connect().execute(query, [f"{out}/runs/*/*/*.parquet", run_id]).fetchall()
+    by_arrow = sorted(
+        (row["metric"], row["count"], row["p99"], row["day"])
+        for row in table(out, "runs")
+        if row["run_id"] == run_id
+    )
+    assert [(m, c, p, str(d)) for m, c, p, d in by_duckdb] == by_arrow
+    assert len(by_arrow) == len(METRICS)
+    for path in (out / "intervals").rglob("*.parquet"):
+        parquet = pq.ParquetFile(path)
+        keys = parquet.read(columns=["run_id", "metric", "seq"]).to_pylist()
+        assert keys == sorted(keys, key=lambda k: (k["run_id"], k["metric"], k["seq"]))
+        column = parquet.schema_arrow.get_field_index("run_id")
+        for group in range(parquet.metadata.num_row_groups):
+            assert parquet.metadata.row_group(group).column(column).statistics.has_min_max
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,17 @@
 """Bad landing input against the real Spark job: every kind is quarantined and the job goes on.
 
 One SparkSession for the module. Each kind of bad input is landed next to one good interval
-file, then the live job (a processing-time trigger) is started on the same ``OUT`` — a restart
-of the job for every kind — and stopped once it has caught up. So each step shows both that the
-kind is quarantined with its file and reason, and that the restarted job does not replay an
-earlier batch into a failure: it ends cleanly, and the good file of every step lands.
+file, then the job is started on the same ``OUT`` — a restart of the job for every kind — and
+ends once it has taken every file (``once``). So each step shows both that the kind is
+quarantined with its file and reason, and that the restarted job does not replay an earlier
+batch into a failure: it ends cleanly, and the good file of every step lands.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 
 from loadgen import hdr
 from loadgen.errors import ConfigError, LoadgenError
-from loadgen.pipeline.ingest import IngestSettings, start_query
+from loadgen.pipeline.ingest import IngestSettings, ingest
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
 from loadgen.pipeline.query import register_tables, run_sql
 from loadgen.pipeline.sink import BatchWriter
@@ -97,44 +98,38 @@ def read(out: Path, name: str) -> list[dict]:
     return ds.dataset(location, format="parquet", partitioning="hive").to_table().to_pylist()
 
 
-def run_live(spark, settings: IngestSettings) -> BaseException | None:
-    """The live job, restarted on ``settings.out``, stopped once it has taken every file."""
-    query = start_query(spark, settings, BatchWriter(settings.out))
+def run_live(
+    spark, settings: IngestSettings, writer: BatchWriter | None = None
+) -> Exception | None:
+    """The job, restarted on ``settings.out``, ended once it has taken every file."""
     try:
-        query.processAllAvailable()
-    except Exception as error:  # the step records it; the test of that kind fails on it
+        ingest(spark, replace(settings, once=True), threading.Event(), writer)
+    except LoadgenError as error:  # the step records it; the test of that kind fails on it
         return error
-    finally:
-        query.stop()
     return None
 
 
-def run_vanishing(spark, settings: IngestSettings, landing: Path) -> BaseException | None:
-    """A file listed in one batch and deleted before it is read: ``availableNow`` lists every
-    file at its start and ``max_files`` leaves the newest (this one) to the second batch."""
+class DeletingAfterFirstBatch(BatchWriter):
+    """Deletes ``doomed`` once the first batch is written: the next batch listed it before."""
+
+    def __init__(self, out: str, doomed: Path) -> None:
+        super().__init__(out)
+        self.doomed = doomed
+
+    def __call__(self, spark, batch_id: int, listed: list[str]) -> None:
+        super().__call__(spark, batch_id, listed)
+        self.doomed.unlink(missing_ok=True)
+
+
+def run_vanishing(spark, settings: IngestSettings, landing: Path) -> Exception | None:
+    """A file listed for one batch and deleted before it is read: ``once`` lists every file at
+    its start and ``max_files`` leaves the newest (this one) to the second batch."""
     doomed = landing / "zz-vanished.json"
     doomed.write_bytes(interval_line(landing))
     later = time.time() + 60
     os.utime(doomed, (later, later))
-    sink = BatchWriter(settings.out)
-
-    def delete_after_first(batch, batch_id: int) -> None:
-        sink(batch, batch_id)
-        doomed.unlink(missing_ok=True)
-
-    once = replace(settings, once=True, max_files=1)
-    try:
-        ingest_with(spark, once, delete_after_first)
-    except LoadgenError as error:
-        return error
-    return None
-
-
-def ingest_with(spark, settings: IngestSettings, sink) -> None:
-    query = start_query(spark, settings, sink)
-    query.awaitTermination(120)
-    if query.exception():
-        raise LoadgenError(str(query.exception()))
+    writer = DeletingAfterFirstBatch(settings.out, doomed)
+    return run_live(spark, replace(settings, max_files=1), writer)
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ import pytest
 import loadgen
 from loadgen import hdr
 from loadgen.pipeline import ship
-from loadgen.pipeline.ingest import IngestSettings, ingest, start_query
+from loadgen.pipeline.ingest import IngestSettings, ingest
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
 from loadgen.pipeline.sink import BatchWriter
 from loadgen.pipeline.tasks.merge import merge_partition
@@ -91,9 +91,7 @@ def test_the_driver_does_no_per_line_work_and_the_tables_are_exact(pipeline_spar
 
 def ingest_with_reader(spark, landing: Path, out: Path, *, tasks_read: bool) -> dict[str, list]:
     settings = IngestSettings(str(landing), str(out), "local[2]", once=True, keep_landing=True)
-    query = start_query(spark, settings, BatchWriter(str(out), read_local_files=tasks_read))
-    query.awaitTermination(120)
-    assert query.exception() is None
+    ingest(spark, settings, threading.Event(), BatchWriter(str(out), read_local_files=tasks_read))
     tables = {}
     for name, columns in {
         "intervals": ["run_id", "metric", "seq", "count", "p99", "hist"],
@@ -101,7 +99,7 @@ def ingest_with_reader(spark, landing: Path, out: Path, *, tasks_read: bool) -> 
         "quarantine": ["source_file", "reason"],
     }.items():
         rows = ds.dataset(out / name, partitioning="hive").to_table().select(columns).to_pylist()
-        for row in rows:  # file:/x from Spark's reader, file:///x from the checkpoint
+        for row in rows:  # file:/x from Spark's reader, file:///x from the batch's record
             row.update(
                 {"source_file": Path(row["source_file"]).name} if name == "quarantine" else {}
             )

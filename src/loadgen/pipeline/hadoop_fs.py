@@ -3,8 +3,9 @@
 Spark reads and writes ``OUT`` through Hadoop's file systems, so ``OUT`` can be a local path, a
 shared mount, ``hdfs://``, ``s3a://`` or ``abfss://`` (with the connector on Spark's class
 path). The driver's own steps — finding the last merge state, replacing a re-run batch's
-files, reading the checkpoint's file lists, copying quarantined files aside — go through the
-same API (over py4j), so they work wherever Spark's writer does.
+files, recording each batch's files, copying quarantined files aside, listing and archiving
+landing files that are not local — go through the same API (over py4j), so they work wherever
+Spark's writer does.
 """
 
 from __future__ import annotations
@@ -43,6 +44,36 @@ class HadoopFiles:
         if not fs.exists(path):
             return []
         return [status.getPath().getName() for status in fs.listStatus(path)]
+
+    def files(self, uri: str) -> list[tuple[str, float]]:
+        """The files in directory ``uri`` as (URI, modification time in s); [] when it is not
+        there."""
+        fs, path = self._path(uri)
+        if not fs.exists(path):
+            return []
+        return [
+            (status.getPath().toString(), status.getModificationTime() / 1000)
+            for status in fs.listStatus(path)
+            if status.isFile()
+        ]
+
+    def move(self, source: str, target: str) -> None:
+        """Move file ``source`` to ``target``, replacing it, across file systems too (a source
+        that is not there is left alone); OSError if it fails."""
+        source_fs, source_path = self._path(source)
+        target_fs, target_path = self._path(target)
+        if not source_fs.exists(source_path):
+            return
+        target_fs.mkdirs(target_path.getParent())
+        target_fs.delete(target_path, False)
+        if source_fs.getUri().equals(target_fs.getUri()):
+            moved = source_fs.rename(source_path, target_path)
+        else:
+            moved = self._jvm.org.apache.hadoop.fs.FileUtil.copy(
+                source_fs, source_path, target_fs, target_path, True, True, self._conf
+            )
+        if not moved:
+            raise OSError(f"could not move {source} to {target}")
 
     def delete_matching(self, pattern: str) -> int:
         """Delete every path matching the glob ``pattern`` (recursively); how many there were."""

@@ -5,7 +5,7 @@ worker's run becomes one file with an ``end`` line per metric, so the Spark job 
 run's last intervals as soon as they are in. A run whose worker died (``kill -9``, a lost host)
 never gets its end marker; :func:`close_run` lands a ``close`` marker that finalises it as
 incomplete. Files appear by atomic rename from a name
-starting with ``.``, which Spark's file source never lists, so the job never reads half a file.
+starting with ``.``, which the ingest job never lists, so it never reads half a file.
 
 The record layout is :data:`loadgen.pipeline.tasks.records.RECORD_FIELDS`; the job's parse and
 merge tasks (:mod:`loadgen.pipeline.tasks`) read these same names.

@@ -1,13 +1,13 @@
-"""``foreachBatch``: each micro-batch planned by the driver and computed by Spark's executors.
+"""Each micro-batch planned by the driver and computed by Spark's executors.
 
 Per batch the driver only plans and commits; every landing line is handled in executor tasks:
 
 1. **parse** (``mapInArrow``, :func:`~loadgen.pipeline.tasks.parse.parse_batches`): each of
-   the batch's files (as the checkpoint lists them) → one row per line, or a problem row saying
-   why not. The tasks read ``file:`` URIs themselves (a local or shared file system: Spark's
-   file reader costs about a millisecond of JVM time per small file), each task a range of
-   names (:func:`by_name_ranges`); on other file systems Spark's ``binaryFile`` reader hands
-   them the bytes;
+   the batch's files (as :mod:`loadgen.pipeline.source` recorded them) → one row per line, or
+   a problem row saying why not. The tasks read ``file:`` URIs themselves (a local or shared
+   file system: Spark's file reader costs about a millisecond of JVM time per small file), each
+   task a range of names (:func:`by_name_ranges`); on other file systems Spark's
+   ``binaryFile`` reader hands them the bytes (:func:`read_files`);
 2. **shuffle** by (run, metric), together with the previous batch's state rows
    (:mod:`loadgen.pipeline.state`);
 3. **merge** (``mapInArrow``, :func:`~loadgen.pipeline.tasks.merge.merge_partition`): each
@@ -23,7 +23,7 @@ reason), so the job's throughput grows with executor cores, not with one driver
 thread. Every landing file with a quarantined line is copied to ``OUT/_quarantined/batch=<id>/``
 next to a ``.reason`` file. A file that was listed but is gone before it could be read, or is
 empty, is a quarantine row too: from the task that read it, or, where Spark's reader skipped
-it (``ignoreMissingFiles``; empty files), from the checkpoint's record of the batch.
+it (gone before it was read; empty files), from the batch's record of its files.
 """
 
 from __future__ import annotations
@@ -36,9 +36,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from loadgen.pipeline import state
-from loadgen.pipeline.checkpoint import batch_files
 from loadgen.pipeline.hadoop_fs import HadoopFiles, join
-from loadgen.pipeline.tables import BATCH, CHECKPOINT, DAY, QUARANTINED, TABLES
+from loadgen.pipeline.tables import BATCH, DAY, QUARANTINED, TABLES
 from loadgen.pipeline.tasks.merge import merge_partition
 from loadgen.pipeline.tasks.parse import EMPTY, VANISHED, parse_batches
 from loadgen.pipeline.tasks.records import (
@@ -58,7 +57,7 @@ log = logging.getLogger("loadgen.pipeline")
 
 KEYS = ["run_id", "metric"]
 TASKS_PER_CORE = 2
-"""Parse tasks per executor core: the file source packs many small files into each task."""
+"""Parse tasks per executor core, each a range of the batch's files."""
 DAY_SOURCE = {
     "intervals": "interval_start",
     "runs": "coalesce(run_start, run_end, CAST(merged_at * 1000 AS BIGINT))",
@@ -70,7 +69,7 @@ SORTED_BY = {"intervals": [*KEYS, "seq"], "runs": KEYS, "quarantine": [SOURCE_FI
 
 def same_file(uri: str) -> tuple[str, str, str]:
     """A file URI in one form whichever way Spark wrote it (``file:/x`` in a DataFrame,
-    ``file:///x`` in the checkpoint, escaped or not)."""
+    ``file:///x`` in the batch's record, escaped or not)."""
     parsed = urlparse(uri)
     return parsed.scheme or "file", parsed.netloc, unquote(parsed.path)
 
@@ -85,25 +84,26 @@ class BatchWriter:
     """Plans, runs and commits every micro-batch; keeps the totals for the job's last line."""
 
     def __init__(self, out: str, *, read_local_files: bool = True) -> None:
+        """``read_local_files``: the tasks read ``file:`` URIs themselves (else Spark's
+        reader, as for other file systems)."""
         self.out = out
         self.read_local_files = read_local_files
         self.totals = dict.fromkeys(TABLES, 0)
 
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+    def __call__(self, spark: SparkSession, batch_id: int, listed: list[str]) -> None:
+        """Run batch ``batch_id`` on the files ``listed`` (URIs), recorded for it before."""
         from pyspark import StorageLevel
 
-        spark = batch.sparkSession
         files = HadoopFiles(spark)
         now = time.time()
         cores = spark.sparkContext.defaultParallelism
         files_read = spark.sparkContext.accumulator(0)
-        listed = batch_files(files, join(self.out, CHECKPOINT), batch_id)
         local = self.read_local_files and bool(listed)
         local = local and all(uri.startswith("file:") for uri in listed)
         if local:  # the tasks read the files: Spark's reader costs ~1 ms of JVM a small file
             source = by_name_ranges(spark, listed, min(len(listed), cores * TASKS_PER_CORE))
         else:
-            source = batch.select("path", "content").coalesce(cores * TASKS_PER_CORE)
+            source = read_files(spark, files, listed).coalesce(cores * TASKS_PER_CORE)
         parsed = source.mapInArrow(
             partial(parse_batches, files_read=files_read), ddl(PARSED_COLUMNS)
         )
@@ -188,7 +188,7 @@ class BatchWriter:
     ) -> list[dict[str, Any]]:
         """Quarantine rows for the batch's files Spark's reader gave no rows for: gone, or
         empty. The parse tasks counted the files they were given (``read``): only when the
-        checkpoint lists more are the names compared (a second job) and the others looked at."""
+        batch's record lists more are the names compared (a second job) and the others looked at."""
         if len(listed) <= read:
             return []
         seen = {same_file(row[0]) for row in parsed.select(SOURCE_FILE).distinct().collect()}
@@ -219,6 +219,17 @@ class BatchWriter:
             except OSError as error:
                 copied = f"not copied: {error.args[0].splitlines()[0] if error.args else error}"
             files.write_text(join(folder, f"{name}.reason"), "\n".join([uri, copied, *why]) + "\n")
+
+
+def read_files(spark: SparkSession, files: HadoopFiles, uris: list[str]) -> DataFrame:
+    """The files' (path, content) by Spark's ``binaryFile`` reader (any file system). It fails
+    on a path that is not there, so only those still there are given (one that goes after
+    this look is skipped: ``ignoreMissingFiles``); the batch quarantines the rest."""
+    present = [uri for uri in uris if files.exists(uri)]
+    if not present:
+        return spark.createDataFrame([], "path STRING, content BINARY")
+    reader = spark.read.format("binaryFile").option("ignoreMissingFiles", "true")
+    return reader.load(present).select("path", "content")
 
 
 def by_name_ranges(spark: SparkSession, uris: list[str], tasks: int) -> DataFrame:

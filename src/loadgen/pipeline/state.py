@@ -4,7 +4,7 @@ Exactly once without a driver-local file: each batch writes its tables, then the
 (run, metric) group after it (:data:`~loadgen.pipeline.tasks.records.STATE_COLUMNS`; groups the
 batch did not touch are carried over by Spark, untouched). A batch starts from the state of the
 highest *complete* batch below its own (one Spark finished writing: its ``_SUCCESS`` marker),
-so a batch re-run after a crash (Spark re-runs the last uncommitted one) starts from the same
+so a batch re-run after a crash (the job re-runs the last unfinished one) starts from the same
 state as its first attempt and rewrites the same rows, whether or not that attempt got as far
 as writing its own state. Only the last :data:`KEPT` are kept.
 """

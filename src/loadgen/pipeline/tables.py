@@ -1,4 +1,4 @@
-"""Where the pipeline keeps things under ``OUT``: its tables, Spark's checkpoint, the merge state.
+"""Where the pipeline keeps things under ``OUT``: its tables, the batches' record, the merge state.
 
 The tables' columns are :data:`loadgen.pipeline.tasks.records.TABLES`. Each table is
 ``OUT/<table>/day=<YYYY-MM-DD>/batch=<id>/part-*.parquet``, written by Spark's writer.
@@ -15,7 +15,8 @@ DAY = "day"
 BATCH = "batch"
 """Partition column under ``day``: the micro-batch that wrote the row (a re-run replaces it)."""
 CHECKPOINT = "_checkpoint"
-"""``OUT/_checkpoint``: the streaming job's offsets and commits (which files each batch read)."""
+"""``OUT/_checkpoint``: which files each batch took, and which finished
+(:mod:`loadgen.pipeline.source`)."""
 STATE_TABLE = "_state"
 """``OUT/_state/batch=<id>``: the merge's state after a batch (:mod:`loadgen.pipeline.state`)."""
 LANDED = "_landed"

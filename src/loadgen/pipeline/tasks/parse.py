@@ -1,7 +1,7 @@
 """Landing files as bytes → landing lines, every defect named instead of raised.
 
 Spark's JSON reader hands a line with invalid UTF-8 to Arrow as a broken string, and the whole
-micro-batch fails — again on every restart, since the checkpoint replays it. So the job reads
+micro-batch fails — again on every restart, since the restart replays that batch. So the job reads
 each file as bytes (Spark's ``binaryFile`` source) and this module, in the executors' parse
 task (:func:`parse_batches`), turns it into rows: a usable line becomes its fields, anything
 else a row whose :data:`~loadgen.pipeline.tasks.records.PROBLEM` says why (the merge
@@ -122,7 +122,7 @@ def parse_line(path: str, line: bytes) -> dict[str, Any]:
 def parse_file(path: str, content: bytes) -> Iterator[dict[str, Any]]:
     """Every line of one landing file; an unterminated last line, or an empty file, yields a
     problem row (Spark's reader may skip an empty file: :mod:`loadgen.pipeline.sink` then
-    quarantines it from the checkpoint's list of the batch's files)."""
+    quarantines it from the batch's record of its files)."""
     if not content:
         yield _problem_row(path, EMPTY)
         return

@@ -108,7 +108,7 @@ def test_the_record_is_compacted_and_still_knows_every_kept_file(
         land(landing, f"f{n}", 50 - n)
         batch_id = source.start(source.new_files())
         source.finish(batch_id, source.log.listing(batch_id) or [])
-    (landing / "f0").unlink()  # gone from the landing: forgotten at the next compaction
+    (landing / "f0").unlink()  # a listed file gone from the landing: nothing to take for it
     listed = sorted(p.name for p in (tmp_path / "out" / "_checkpoint" / "listed").iterdir())
     assert [name for name in listed if not name.startswith(".")] == ["4", "4.compact"]
     restarted = open_source(pipeline_spark, tmp_path)

@@ -119,6 +119,11 @@ def is_uri(path: str) -> bool:
     return "://" in path
 
 
+def file_name(uri: str) -> str:
+    """The last part of a URI or a path, as written there (quoted in a URI)."""
+    return uri.rstrip("/").rsplit("/", 1)[-1]
+
+
 def join(base: str, *parts: str) -> str:
     """``base/part/...`` for a URI or a local path."""
     return "/".join([base.rstrip("/"), *parts])

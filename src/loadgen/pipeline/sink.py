@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from loadgen.pipeline import state
-from loadgen.pipeline.hadoop_fs import HadoopFiles, join
+from loadgen.pipeline.hadoop_fs import HadoopFiles, file_name, join
 from loadgen.pipeline.tables import BATCH, DAY, QUARANTINED, TABLES
 from loadgen.pipeline.tasks.merge import merge_partition
 from loadgen.pipeline.tasks.parse import EMPTY, VANISHED, parse_batches
@@ -212,7 +212,7 @@ class BatchWriter:
             reasons[str(uri)].append(str(reason))
         folder = join(self.out, QUARANTINED, f"batch={batch_id}")
         for uri, why in reasons.items():
-            name = uri.rstrip("/").rsplit("/", 1)[-1]
+            name = file_name(uri)
             copied = "copied here"
             try:
                 files.copy(uri, join(folder, name))

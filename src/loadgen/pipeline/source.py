@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
 from loadgen.errors import ConfigError
-from loadgen.pipeline.hadoop_fs import HadoopFiles, is_uri, join
+from loadgen.pipeline.hadoop_fs import HadoopFiles, file_name, is_uri, join
 
 LISTED = "listed"
 DONE = "done"
@@ -80,7 +80,7 @@ def list_landing(landing: str, files: HadoopFiles) -> list[Landed]:
                     found.append(Landed(prefix + quote(entry.name), entry.stat().st_mtime))
             except FileNotFoundError:  # moved away since the directory was read
                 continue
-    visible = (f for f in found if not hidden(f.uri.rstrip("/").rsplit("/", 1)[-1]))
+    visible = (f for f in found if not hidden(file_name(f.uri)))
     return sorted(visible, key=lambda f: (f.modified, f.uri))
 
 
@@ -88,7 +88,7 @@ def archive(uris: list[str], folder: str, files: HadoopFiles) -> None:
     """Move the files ``uris`` into ``folder`` by name; files already gone are skipped."""
     local_folder = local_path(folder)
     for uri in uris:
-        name = uri.rstrip("/").rsplit("/", 1)[-1]
+        name = file_name(uri)
         source = local_path(uri)
         if local_folder is None or source is None:
             files.move(uri, join(folder, name))
@@ -143,19 +143,19 @@ class BatchLog:
         if batch_id % COMPACT_EVERY or not batch_id:
             return
         self._write(join(self.folder, LISTED), f"{batch_id}{COMPACTED}", sorted(seen | set(uris)))
-        for older in self._numbered(LISTED):
-            if older < batch_id:
-                self.files.delete_matching(join(self.folder, LISTED, str(older)))
-        for older in self._numbered(LISTED, COMPACTED):
-            if older < batch_id:
-                self.files.delete_matching(join(self.folder, LISTED, f"{older}{COMPACTED}"))
+        self._drop_before(batch_id, LISTED)
+        self._drop_before(batch_id, LISTED, COMPACTED)
 
     def finish(self, batch_id: int) -> None:
         """Batch ``batch_id`` committed; only the newest marker is kept."""
         self.files.write_text(join(self.folder, DONE, str(batch_id)), "")
-        for older in self._numbered(DONE):
+        self._drop_before(batch_id, DONE)
+
+    def _drop_before(self, batch_id: int, kind: str, suffix: str = "") -> None:
+        """Delete ``kind``'s numbered files (ending in ``suffix``) below ``batch_id``."""
+        for older in self._numbered(kind, suffix):
             if older < batch_id:
-                self.files.delete_matching(join(self.folder, DONE, str(older)))
+                self.files.delete_matching(join(self.folder, kind, f"{older}{suffix}"))
 
     def _write(self, folder: str, name: str, lines: list[str]) -> None:
         """``lines`` as ``folder/name``, complete or not at all (written aside, then renamed)."""
@@ -210,7 +210,6 @@ class LandingSource:
     def finish(self, batch_id: int, uris: list[str]) -> None:
         """The batch committed: mark it done, then move its files out of the landing."""
         self.log.finish(batch_id)
-        self.seen |= set(uris)
         self.next_id = batch_id + 1
         if self.landed:
             archive(uris, self.landed, self.files)

@@ -1025,18 +1025,26 @@ def probe(
 @click.argument("action", type=click.Choice(["up", "down", "status"]))
 @click.argument("kind", default="kafka")
 @click.option("--port", type=int, default=None, help="Port for `up` (default: the broker's usual).")
-def brokers(action: str, kind: str, port: int | None) -> None:
+@click.option(
+    "--secure",
+    is_flag=True,
+    help="Kafka or Pulsar behind TLS and a checked login (SASL SCRAM, a token); `up` prints a "
+    "driver file that logs in.",
+)
+def brokers(action: str, kind: str, port: int | None, secure: bool) -> None:
     """Start, stop or show a local broker for development and tests (127.0.0.1 only)."""
     from loadgen.testing import local
 
     if action == "up":
-        broker = local.up(kind, port=port) if port else local.up(kind)
+        broker = local.up(kind, port=port, secure=secure)
         click.echo(f"{kind} up at {broker.address} (pid {broker.pid}, log {broker.log_path})")
+        if broker.driver_file:
+            click.echo(f"driver file: {broker.driver_file}")
     elif action == "down":
-        stopped = local.down(kind)
+        stopped = local.down(kind, secure=secure)
         click.echo(f"{kind} stopped" if stopped else f"{kind} was not running")
     else:
-        broker = local.status(kind)
+        broker = local.status(kind, secure=secure)
         click.echo(
             f"{kind} running at {broker.address} (pid {broker.pid})"
             if broker

@@ -34,6 +34,7 @@ from loadgen.refusal import fail_if_refused as fail_if_refused
 from loadgen.refusal import listed_addresses as listed_addresses
 from loadgen.refusal import url_addresses as url_addresses
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.tls_check import tls_verify_problem as tls_verify_problem
 
 ENTRY_POINT_GROUP = "loadgen.drivers"
 log = logging.getLogger("loadgen.driver")
@@ -237,7 +238,9 @@ class BaseDriver(ABC):
         """Raise :class:`loadgen.errors.BrokerUnreachable` (naming the address) if it is down,
         within ``timeout_s``. Call :func:`fail_if_refused` first with the addresses the client
         will connect to (:func:`listed_addresses`, :func:`url_addresses` read them): a port
-        where nothing listens is then reported at once, not after the client's retries."""
+        where nothing listens is then reported at once, not after the client's retries. A
+        refused login is :class:`loadgen.errors.BrokerLoginRefused`, a failed TLS handshake
+        :class:`loadgen.errors.BrokerTlsFailed` (:func:`tls_verify_problem` says why)."""
 
     @abstractmethod
     def create_topics(self, topics: list[TopicSpec]) -> None:

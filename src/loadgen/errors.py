@@ -6,6 +6,8 @@ The tree (the CLI maps it to exit codes in one place, :func:`exit_code_for`)::
     ├── ConfigError(file, path, value, allowed)   exit 2  bad YAML, field, flag or value
     ├── MissingExtra(package, extra)              exit 2  an optional dependency is not installed
     ├── BrokerUnreachable(address, broker)        exit 3  nothing answers at the address tried
+    ├── BrokerLoginRefused(broker, address, user) exit 4  it answered and refused the credentials
+    ├── BrokerTlsFailed(broker, address)          exit 7  the TLS handshake failed (trust, expiry)
     ├── DriverError(broker, cause)                exit 1  the broker answered, but with an error
     ├── WorkerError(url, detail)                  exit 1  a remote worker failed (its own exit
     │   │                                                 code when it reported one)
@@ -106,6 +108,36 @@ class BrokerUnreachable(LoadgenError):
         super().__init__(f"{broker} broker unreachable at {address}{suffix}")
 
 
+class BrokerLoginRefused(LoadgenError):
+    """The broker refused the credentials (a SASL login, a token). Distinct from unreachable:
+    retrying or waiting cannot help, the driver file must change. Names the user, never the
+    secret."""
+
+    exit_code = 4
+
+    def __init__(self, broker: str, address: str, user: str | None, detail: str = "") -> None:
+        self.broker = broker
+        self.address = address
+        self.user = user
+        who = f"user {user!r}" if user else "the credentials given"
+        suffix = f": {detail}" if detail else ""
+        super().__init__(f"{broker} broker at {address} refused the login of {who}{suffix}")
+
+
+class BrokerTlsFailed(LoadgenError):
+    """The address answered, but the TLS handshake failed: its certificate is not trusted by
+    the CA given, has expired, or names another host. Distinct from unreachable: the broker is
+    there, the trust settings (or its certificate) must change."""
+
+    exit_code = 7
+
+    def __init__(self, broker: str, address: str, detail: str = "") -> None:
+        self.broker = broker
+        self.address = address
+        suffix = f": {detail}" if detail else ""
+        super().__init__(f"{broker} broker at {address}: TLS handshake failed{suffix}")
+
+
 class DriverError(LoadgenError):
     """The broker or its client answered with an error loadgen cannot work around."""
 
@@ -188,7 +220,8 @@ EXIT_FALLBACK = 5
 
 
 def exit_code_for(error: BaseException) -> int:
-    """The process exit code for ``error`` (2 bad input, 3 unreachable, 130 interrupted, else 1)."""
+    """The process exit code for ``error`` (2 bad input, 3 unreachable, 4 login refused, 7 TLS
+    failed, 130 interrupted, else 1)."""
     if isinstance(error, LoadgenError):
         return error.exit_code
     if isinstance(error, KeyboardInterrupt):

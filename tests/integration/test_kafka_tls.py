@@ -100,8 +100,8 @@ def test_probe_on_kafka_ssl_uses_the_files_truststore_and_names_a_tls_refusal(te
         assert trusted.returncode == 3 and "SSL handshake failed" not in trusted.stderr
         started = time.monotonic()
         refused = probe(url, tmp_path / "theirs.yaml", tmp_path)
-    assert refused.returncode == 3 and time.monotonic() - started < 15
-    assert f"unreachable at localhost:{server.port}" in refused.stderr
+    assert refused.returncode == 7 and time.monotonic() - started < 15
+    assert f"kafka broker at localhost:{server.port}: TLS handshake failed" in refused.stderr
     assert (
         "SSL handshake failed" in refused.stderr and "certificate verify failed" in refused.stderr
     )

@@ -8,7 +8,7 @@ import pytest
 
 from drivers.rabbitmq.topology import key_partition, queue_names
 from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec, open_driver
-from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen.errors import BrokerLoginRefused, BrokerUnreachable, DriverError
 from loadgen.keys import key_source
 from loadgen.spec.driver_spec import DriverSpec
 from loadgen.testing.process import free_port
@@ -292,9 +292,9 @@ def test_bad_credentials_fail_fast_naming_the_uri_without_its_password(
     rabbitmq_broker, rabbitmq_spec
 ):
     uri = f"amqp://guest:wr0ng@{rabbitmq_broker.address}/%2F"
-    message = reachability_failure(rabbitmq_spec, uri, DriverError)
+    message = reachability_failure(rabbitmq_spec, uri, BrokerLoginRefused)
     assert f"guest:***@{rabbitmq_broker.address}" in message
-    assert "credentials" in message
+    assert "refused the login of user 'guest'" in message
     assert "wr0ng" not in message
 
 

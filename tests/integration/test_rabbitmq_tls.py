@@ -96,7 +96,7 @@ def other_certs(tmp_path_factory):
     ],
     ids=["system CAs only", "wrong hostname", "client cert of another CA"],
 )
-def test_a_tls_refusal_is_exit_3_naming_tls_and_the_address(
+def test_a_tls_refusal_is_exit_7_naming_tls_and_the_address(
     tls_node, test_certs, other_certs, tmp_path, host, query, reason
 ):
     """The client checks the server's CA and name; the server checks the client's CA (which
@@ -112,7 +112,7 @@ def test_a_tls_refusal_is_exit_3_naming_tls_and_the_address(
         "run", "-d", "driver.yaml", "workload.yaml", "--duration", "3s", "--plain",
         cwd=tmp_path,
     )  # fmt: skip
-    assert run.returncode == 3, run.stderr[-3000:]
+    assert run.returncode == 7, run.stderr[-3000:]
     assert seconds < REFUSAL_DEADLINE_S
     assert "TLS handshake failed" in run.stderr
     assert any(one in run.stderr for one in reason.split("|")), run.stderr[-2000:]

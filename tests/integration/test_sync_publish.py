@@ -24,7 +24,7 @@ WORKLOAD = {
     "subscriptionsPerTopic": 1,
     "consumerPerSubscription": 1,
     "producersPerTopic": 2,
-    "producerRate": 5000,  # more than one message in flight per producer could carry
+    "producerRate": 50_000,  # far more than one message in flight per producer can carry
     "producerMaxInFlight": 1,
     "testDurationMinutes": 1,
 }
@@ -76,10 +76,11 @@ def check(spy, result):
     assert result.lost == 0 and result.duplicates == 0, accounting
     latency = document["aggregatedPublishLatency99pct"]
     assert 0 < document["aggregatedPublishLatency50pct"] <= latency
-    # one message per producer at a time: the rate is bounded by the round trip, far below 5k
+    # one message per producer at a time: the rate is bounded by the round trip, far below
+    # the asked rate (on a fast machine RabbitMQ's confirms made 5k of 5k asked)
     rate = sum(document["publishRate"]) / len(document["publishRate"])
     median_s = document["aggregatedPublishLatency50pct"] / 1000
-    assert rate < 5000 * 0.9
+    assert rate < WORKLOAD["producerRate"] * 0.9
     assert rate < 2 / median_s * 1.2  # two producers, each at most one per round trip
     assert document["aggregatedPublishDelayLatency99pct"] > 100_000  # µs: behind the schedule
 

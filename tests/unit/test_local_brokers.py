@@ -1,11 +1,16 @@
 """State handling of `loadgen brokers` without starting a broker."""
 
 import json
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from loadgen.errors import ConfigError
 from loadgen.testing import local
+from loadgen.testing.process import process_alive
 
 
 @pytest.fixture(autouse=True)
@@ -56,3 +61,33 @@ def test_rabbitmq_local_yaml_points_where_brokers_up_starts_the_node():
     assert config["amqpUris"] == [f"amqp://guest:guest@127.0.0.1:{DEFAULT_PORTS['rabbitmq']}/%2F"]
     for field, value in LOCAL_DRIVER_SETTINGS.items():
         assert config[field] == value
+
+
+def test_secure_is_refused_for_a_kind_without_a_secured_endpoint():
+    with pytest.raises(ConfigError) as caught:
+        local.up("rabbitmq", secure=True)
+    assert "--secure" in str(caught.value) and "kafka, pulsar" in str(caught.value)
+
+
+def test_a_secured_broker_keeps_its_own_state_beside_the_plain_one(state_dir):
+    stale = {"kind": "kafka", "address": "127.0.0.1:1", "pid": 2**22 + 12345, "log_path": "x"}
+    (state_dir / "kafka-secure.json").write_text(json.dumps(stale | {"driver_file": "d.yaml"}))
+    assert local.status("kafka") is None  # the plain one's state is another file
+    assert (state_dir / "kafka-secure.json").exists()
+    assert local.status("kafka", secure=True) is None  # dead: removed
+    assert not (state_dir / "kafka-secure.json").exists()
+
+
+def test_an_exited_process_not_yet_collected_by_its_parent_counts_as_gone():
+    """`brokers down` stops processes that `brokers up` started and left to init, which may
+    collect them seconds later: until then they are zombies, and `down` must not wait for it."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    stat = Path(f"/proc/{child.pid}/stat")
+    deadline = time.monotonic() + 10
+    while stat.read_text().rpartition(")")[2].split()[0] != "Z":  # exited, not yet waited for
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    try:
+        assert not process_alive(child.pid)
+    finally:
+        child.wait()

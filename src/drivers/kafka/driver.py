@@ -43,16 +43,19 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from drivers.kafka import DEFAULT_PORT, Driver
 from drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
+from drivers.kafka.trust import trust_context
 from loadgen.driver import (
     STAMP,
+    Address,
     ForeignMessages,
     OnDone,
     OnMessage,
     TopicSpec,
     fail_if_refused,
     listed_addresses,
+    tls_verify_problem,
 )
-from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen.errors import BrokerLoginRefused, BrokerTlsFailed, BrokerUnreachable, DriverError
 from loadgen.log_repeats import RepeatFilter
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
@@ -68,6 +71,8 @@ STAMP_HEADER = "lg-stamp"
 """Carries :data:`loadgen.driver.STAMP`, 24 bytes, for a payload too short for the prefix."""
 CREATE_BATCH = 500
 ADMIN_TIMEOUT_S = 30.0
+ADMIN_ERRORS_KEPT = 20
+LOGIN_REFUSED = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
 SLICE_S = 0.5
 """librdkafka's blocking calls do not return to Python for a signal, so a long wait is made of
 waits this long: Ctrl-C (or SIGTERM) is handled within it, even against a broker that stalls."""
@@ -378,7 +383,7 @@ class KafkaDriver(Driver):
         }
         self._admin_conf = common
         self._admin: AdminClient | None = None
-        self._admin_errors: list[str] = []
+        self._admin_errors: list[KafkaError] = []
         """What librdkafka reported while connecting (a TLS or SASL failure says why there)."""
 
     @classmethod
@@ -410,7 +415,8 @@ class KafkaDriver(Driver):
         return self._admin
 
     def _on_admin_error(self, error: KafkaError) -> None:
-        self._admin_errors[:] = [error.str()]
+        self._admin_errors.append(error)
+        del self._admin_errors[:-ADMIN_ERRORS_KEPT]
 
     def check_reachable(self, timeout_s: float) -> None:
         """Refused by every bootstrap server: at once. Otherwise a metadata request, which
@@ -426,12 +432,28 @@ class KafkaDriver(Driver):
                 self._admin_client().list_topics(timeout=wait)
                 return
             except KafkaException as error:
+                self._admin_client().poll(0)  # serves the error callbacks
+                self._fail_if_login_or_tls_refused(address, tried)
                 if time.monotonic() >= deadline:
-                    self._admin_client().poll(0)  # serves the error callbacks
                     detail = str(error.args[0])
-                    if self._admin_errors:  # e.g. "SSL handshake failed: ... verify failed"
-                        detail += f"; librdkafka: {self._admin_errors[-1]}"
+                    if self._admin_errors:
+                        detail += f"; librdkafka: {self._admin_errors[-1].str()}"
                     raise BrokerUnreachable("kafka", address, detail) from None
+
+    def _fail_if_login_or_tls_refused(self, address: str, tried: list[Address]) -> None:
+        """A refused login or a failed TLS handshake, at once: librdkafka would retry both
+        until the deadline, and neither is an unreachable broker. For TLS, a handshake of our
+        own says whether the CA or the certificate's dates were wrong (librdkafka's text is the
+        same for both)."""
+        for error in self._admin_errors:
+            if error.code() in LOGIN_REFUSED:
+                user = self._admin_conf.get("sasl.username")
+                raise BrokerLoginRefused("kafka", address, user, error.str()) from None
+            if error.code() == KafkaError._SSL:
+                context = trust_context(self._admin_conf)
+                found = (tls_verify_problem(at, context) for at in tried if context)
+                detail = next((problem for problem in found if problem), error.str())
+                raise BrokerTlsFailed("kafka", address, detail) from None
 
     def create_topics(self, topics: list[TopicSpec]) -> None:
         replication = self.config.replication_factor or -1

@@ -15,9 +15,9 @@ import logging
 import ssl
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 from drivers.pulsar.config import Authentication, ClientConfig, Persistence
+from drivers.pulsar.login import token_of
 from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.pulsar")
@@ -33,21 +33,12 @@ def rest_path(topic: str) -> str:
     return f"{domain}/{rest}"
 
 
-def _token(data: str) -> str:
-    """Java's AuthenticationToken parameter: ``token:XYZ``, ``file:PATH`` or the bare token."""
-    if data.startswith("token:"):
-        return data.removeprefix("token:")
-    if data.startswith("file:"):
-        return Path(data.removeprefix("file:").removeprefix("//")).read_text().strip()
-    return data
-
-
 def auth_headers(auth: Authentication) -> dict[str, str]:
     plugin = (auth.plugin or "").lower()
     if not plugin:
         return {}
     if plugin.endswith("token") and auth.data:
-        return {"Authorization": f"Bearer {_token(auth.data)}"}
+        return {"Authorization": f"Bearer {token_of(auth.data)}"}
     if plugin.endswith("basic") and auth.data:
         user = json.loads(auth.data)
         pair = f"{user['userId']}:{user['password']}".encode()

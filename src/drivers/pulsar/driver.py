@@ -26,7 +26,7 @@ from math import ceil
 from urllib.parse import urlsplit
 
 from drivers.pulsar import Driver
-from drivers.pulsar.admin import Admin
+from drivers.pulsar.admin import Admin, ssl_context
 from drivers.pulsar.client import (
     client_kwargs,
     consumer_kwargs,
@@ -36,9 +36,18 @@ from drivers.pulsar.client import (
 )
 from drivers.pulsar.config import AckMode, PulsarConfig, warn_unexpressible
 from drivers.pulsar.consumer import PulsarConsumer
+from drivers.pulsar.handshake import CHECK_TIMEOUT_S as LOGIN_CHECK_S
+from drivers.pulsar.handshake import login_refusal
+from drivers.pulsar.login import login_name
 from drivers.pulsar.producer import PulsarProducer
-from loadgen.driver import OnMessage, TopicSpec, fail_if_refused, url_addresses
-from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen.driver import (
+    OnMessage,
+    TopicSpec,
+    fail_if_refused,
+    tls_verify_problem,
+    url_addresses,
+)
+from loadgen.errors import BrokerLoginRefused, BrokerTlsFailed, BrokerUnreachable, DriverError
 from loadgen.refusal import REFUSAL_WAIT_S
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
@@ -47,6 +56,7 @@ log = logging.getLogger("loadgen.pulsar")
 
 UNREACHABLE = (pulsar.ConnectError, pulsar.Timeout, pulsar.LookupError)
 """What a lookup raises when no broker answers (anything else is a broker answering)."""
+LOGIN_REFUSED = (pulsar.AuthenticationError, pulsar.AuthorizationError)
 NAMESPACE_ALPHABET = string.ascii_letters + string.digits
 DEFAULT_PORTS = {"pulsar": 6650, "pulsar+ssl": 6651}
 
@@ -94,20 +104,34 @@ class PulsarDriver(Driver):
         return self._client
 
     def check_reachable(self, timeout_s: float) -> None:
-        """Refused at every address of the service URL: at once. Otherwise a lookup in our
-        (maybe not yet existing) namespace, on a client that gives up when ``timeout_s`` is
-        over (it retries a refused connection until then); a broker that answers with an
-        error is reachable."""
+        """Refused at every address of the service URL: at once. A certificate that does not
+        verify, or a login the broker refuses: at once too (the client would report the first
+        as a connect error and retry the second until its timeout, like a silent broker).
+        Otherwise a lookup in our (maybe not yet existing) namespace, on a client that gives up
+        when ``timeout_s`` is over; a broker that answers with an error is reachable."""
         url = self.config.client.service_url
         started = time.monotonic()
-        port = DEFAULT_PORTS[urlsplit(url).scheme]  # the config accepts these two only
-        fail_if_refused("pulsar", url, url_addresses(url, port), timeout_s)
+        scheme = urlsplit(url).scheme
+        addresses = url_addresses(url, DEFAULT_PORTS[scheme])  # the config accepts two schemes
+        fail_if_refused("pulsar", url, addresses, timeout_s)
+        context = ssl_context(self.config.client) if scheme == "pulsar+ssl" else None
+        auth = self.config.client.authentication
+        for address in addresses:
+            problem = context and tls_verify_problem(address, context)
+            if problem:
+                raise BrokerTlsFailed("pulsar", url, problem)
+            wait = (timeout_s - (time.monotonic() - started)) / 2
+            reason = login_refusal(address, auth, context, max(0.1, min(LOGIN_CHECK_S, wait)))
+            if reason:
+                raise BrokerLoginRefused("pulsar", url, login_name(auth), reason)
         # the client counts whole seconds: a silent URL, which the check above waited for,
         # must not round the lookup up past timeout_s
         left = timeout_s - (time.monotonic() - started)
         client = open_client(self.config.client, max(1, ceil(left - REFUSAL_WAIT_S)))
         try:
             client.get_topic_partitions(f"{self.topic_name_prefix}-reachability")
+        except LOGIN_REFUSED as error:
+            raise BrokerLoginRefused("pulsar", url, login_name(auth), str(error)) from None
         except UNREACHABLE as error:
             raise BrokerUnreachable("pulsar", url, repr(error)) from None
         except pulsar.PulsarException as error:

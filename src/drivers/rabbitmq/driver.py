@@ -42,7 +42,7 @@ from drivers.rabbitmq.producer import RabbitProducer
 from drivers.rabbitmq.pump import Pump
 from drivers.rabbitmq.topology import check_partitions, queue_arguments, queue_names, routing_keys
 from loadgen.driver import OnMessage, TopicSpec, fail_if_refused, url_addresses
-from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen.errors import BrokerLoginRefused, BrokerTlsFailed, BrokerUnreachable, DriverError
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
 
@@ -120,18 +120,15 @@ class RabbitMqDriver(Driver):
         try:
             return pika.BlockingConnection(connection_parameters(uri, timeout_s, self.config.tls))
         except ProbableAuthenticationError as error:
-            raise DriverError(
-                "rabbitmq", f"{mask_password(uri)} refused the credentials: {error!r}"
-            ) from None
+            user = urlsplit(uri).username
+            raise BrokerLoginRefused("rabbitmq", mask_password(uri), user, repr(error)) from None
         except AMQPError as error:  # a TLS alert from the server comes as a lost stream
             detail = repr(error)
             if "SSL" in detail:  # SSLError with the alert, or SSLEOFError when it is lost
-                detail = f"TLS handshake failed: {detail}"
+                raise BrokerTlsFailed("rabbitmq", mask_password(uri), detail) from None
             raise BrokerUnreachable("rabbitmq", mask_password(uri), detail) from None
         except ssl.SSLError as error:  # pika lets the client's own verdict through unwrapped
-            raise BrokerUnreachable(
-                "rabbitmq", mask_password(uri), f"TLS handshake failed: {error}"
-            ) from None
+            raise BrokerTlsFailed("rabbitmq", mask_password(uri), str(error)) from None
 
     def check_reachable(self, timeout_s: float) -> None:
         """Every URI is used (topics are spread over them), so each must answer within
@@ -185,7 +182,7 @@ class RabbitMqDriver(Driver):
         for uri, group in by_uri.items():
             try:
                 connection = self._blocking(uri, ADMIN_TIMEOUT_S)
-            except (BrokerUnreachable, DriverError) as error:
+            except (BrokerUnreachable, BrokerLoginRefused, BrokerTlsFailed, DriverError) as error:
                 log.warning("cannot delete %d exchanges and their queues: %s", len(group), error)
                 continue
             try:

@@ -88,3 +88,50 @@ def _openssl(*args: str) -> None:
     done = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         raise DriverError("openssl", f"openssl {args[0]} failed: {done.stderr.strip()[-500:]}")
+
+
+def expired_server(certs: CertSet, name: str = "expired-server") -> Pair:
+    """A server certificate for 127.0.0.1 signed by ``certs``' CA that expired yesterday.
+
+    Made with ``cryptography``: the ``openssl`` command of Debian 12 (3.0) cannot set a
+    certificate's dates in the past."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    ca_cert = x509.load_pem_x509_certificate(certs.ca.read_bytes())
+    ca_key = serialization.load_pem_private_key(
+        certs.ca.with_suffix(".key").read_bytes(), password=None
+    )
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"loadgen-{name}")]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=3))
+        .not_valid_after(now - datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            ),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    pair = Pair(certs.folder / f"{name}.pem", certs.folder / f"{name}.key")
+    pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pair.key.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    return pair

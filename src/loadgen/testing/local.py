@@ -13,8 +13,10 @@ from pathlib import Path
 
 from loadgen.errors import ConfigError
 from loadgen.pipeline.cluster import start_spark_cluster
+from loadgen.testing.kafka_secure import start_secure_kafka
 from loadgen.testing.process import LocalBroker, process_alive
 from loadgen.testing.pulsar import start_pulsar_lite
+from loadgen.testing.pulsar_secure import start_secure_pulsar
 from loadgen.testing.rabbitmq import start_rabbitmq
 from loadgen.testing.tansu import start_tansu
 
@@ -25,6 +27,10 @@ STARTERS = {
     "pulsar": start_pulsar_lite,
     "spark": start_spark_cluster,  # not a broker: a standalone master + worker for the pipeline
 }
+SECURE_PORTS = {"kafka": 19093, "pulsar": 16651}
+SECURE_STARTERS = {"kafka": start_secure_kafka, "pulsar": start_secure_pulsar}
+"""``--secure``: TLS and a login checked in front of the same local broker, with a driver file
+that logs in (RabbitMQ's own TLS listener is configured on the node itself)."""
 
 
 def state_dir() -> Path:
@@ -32,16 +38,28 @@ def state_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "loadgen" / "brokers"
 
 
-def _check_kind(kind: str) -> None:
+def _check_kind(kind: str, secure: bool) -> None:
     if kind not in DEFAULT_PORTS:
         raise ConfigError(
             "no local broker of this kind", path="KIND", value=kind, allowed=sorted(DEFAULT_PORTS)
         )
+    if secure and kind not in SECURE_STARTERS:
+        raise ConfigError(
+            "no secured local broker of this kind",
+            path="--secure",
+            value=kind,
+            allowed=sorted(SECURE_STARTERS),
+        )
 
 
-def status(kind: str) -> LocalBroker | None:
-    _check_kind(kind)
-    path = state_dir() / f"{kind}.json"
+def _name(kind: str, secure: bool) -> str:
+    """The broker's state file and data folder name: a secured one runs beside a plain one."""
+    return f"{kind}-secure" if secure else kind
+
+
+def status(kind: str, *, secure: bool = False) -> LocalBroker | None:
+    _check_kind(kind, secure)
+    path = state_dir() / f"{_name(kind, secure)}.json"
     if not path.exists():
         return None
     broker = LocalBroker(**json.loads(path.read_text()))
@@ -51,22 +69,23 @@ def status(kind: str) -> LocalBroker | None:
     return None
 
 
-def up(kind: str, port: int | None = None) -> LocalBroker:
-    running = status(kind)
+def up(kind: str, port: int | None = None, *, secure: bool = False) -> LocalBroker:
+    running = status(kind, secure=secure)
     if running is not None:
         return running
     folder = state_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    data_dir = folder / kind
-    broker = STARTERS[kind](port or DEFAULT_PORTS[kind], data_dir, detach=True)
-    (folder / f"{kind}.json").write_text(json.dumps(asdict(broker)))
+    name = _name(kind, secure)
+    starter, ports = (SECURE_STARTERS, SECURE_PORTS) if secure else (STARTERS, DEFAULT_PORTS)
+    broker = starter[kind](port or ports[kind], folder / name, detach=True)
+    (folder / f"{name}.json").write_text(json.dumps(asdict(broker)))
     return broker
 
 
-def down(kind: str) -> bool:
-    broker = status(kind)
+def down(kind: str, *, secure: bool = False) -> bool:
+    broker = status(kind, secure=secure)
     if broker is None:
         return False
     broker.stop()
-    (state_dir() / f"{kind}.json").unlink(missing_ok=True)
+    (state_dir() / f"{_name(kind, secure)}.json").unlink(missing_ok=True)
     return True

@@ -9,6 +9,7 @@ import signal
 import socket
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -31,7 +32,18 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Exited, and waiting for its parent to collect it: a detached broker's parent is init,
+    which may take seconds to. Gone for us; read from ``/proc`` (False where there is none)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat.rpartition(")")[2].split()
+    return bool(fields) and fields[0] == "Z"
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,8 @@ class LocalBroker:
     temporary_dir: str | None = None
     """A scratch folder made for the broker's data and logs; removed by :meth:`stop`."""
     helper_pids: list[int] = field(default_factory=list)
+    driver_file: str | None = None
+    """A ready driver YAML for this broker, where one was written (the secured endpoints')."""
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout_s``; reaps the processes that are our children."""

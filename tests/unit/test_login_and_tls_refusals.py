@@ -1,0 +1,94 @@
+"""A refused login and a failed TLS handshake are errors of their own kind, with their own exit
+codes, naming the user but never the secret; the TLS check says why a handshake fails."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+
+import pytest
+
+from drivers.pulsar.config import Authentication
+from drivers.pulsar.login import login_name
+from loadgen.errors import BrokerLoginRefused, BrokerTlsFailed, exit_code_for
+from loadgen.testing.certs import expired_server, make_certs
+from loadgen.testing.process import free_port
+from loadgen.testing.tls_server import TlsServer
+from loadgen.tls_check import tls_verify_problem
+
+
+def unsigned_token(claims: dict[str, object]) -> str:
+    def part(data: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'HS256'})}.{part(claims)}.c2lnbmF0dXJl"
+
+
+def test_the_kinds_have_exit_codes_of_their_own_and_name_the_user():
+    refused = BrokerLoginRefused("kafka", "127.0.0.1:9093", "bench", "invalid credentials")
+    failed = BrokerTlsFailed("pulsar", "pulsar+ssl://127.0.0.1:6651", "certificate has expired")
+    assert (exit_code_for(refused), exit_code_for(failed)) == (4, 7)
+    assert str(refused) == (
+        "kafka broker at 127.0.0.1:9093 refused the login of user 'bench': invalid credentials"
+    )
+    assert str(failed).startswith("pulsar broker at pulsar+ssl://127.0.0.1:6651: TLS handshake")
+    anonymous = BrokerLoginRefused("pulsar", "pulsar://h:6650", None)
+    assert (
+        str(anonymous)
+        == "pulsar broker at pulsar://h:6650 refused the login of the credentials given"
+    )
+
+
+@pytest.mark.parametrize(
+    ("plugin", "data", "expected"),
+    [
+        ("org.apache.pulsar.client.impl.auth.AuthenticationToken", "token:{jwt}", "bench"),
+        ("token", "{jwt}", "bench"),
+        ("basic", '{"userId": "alice", "password": "s3cret"}', "alice"),
+        ("token", "token:not-a-jwt", None),
+        ("tls", "tlsCertFile:/x", None),
+        (None, None, None),
+    ],
+)
+def test_the_login_name_is_read_from_the_token_or_the_basic_user(plugin, data, expected):
+    jwt = unsigned_token({"sub": "bench"})
+    auth = Authentication(plugin=plugin, data=data.replace("{jwt}", jwt) if data else None)
+    assert login_name(auth) == expected
+
+
+def test_a_token_file_is_read_for_its_subject(tmp_path):
+    (tmp_path / "token").write_text(unsigned_token({"sub": "from-file"}) + "\n")
+    auth = Authentication(plugin="token", data=f"file://{tmp_path / 'token'}")
+    assert login_name(auth) == "from-file"
+
+
+@pytest.fixture(scope="module")
+def other_ca(tmp_path_factory):
+    return make_certs(tmp_path_factory.mktemp("other-ca"), ca_name="another-ca")
+
+
+def trusting(certs) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(certs.ca))
+    context.check_hostname = False
+    return context
+
+
+def test_the_tls_check_names_an_untrusted_ca_and_passes_a_trusted_one(test_certs, other_ca):
+    with TlsServer(test_certs, require_client_cert=False) as server:
+        address = ("127.0.0.1", server.port)
+        assert tls_verify_problem(address, trusting(test_certs)) is None
+        problem = tls_verify_problem(address, trusting(other_ca))
+    assert problem is not None and problem.startswith("certificate verify failed: ")
+
+
+def test_the_tls_check_names_an_expired_certificate(test_certs, tmp_path):
+    expired = expired_server(test_certs, name="expired-for-check")
+    served = type(test_certs)(test_certs.folder, test_certs.ca, expired, test_certs.client)
+    with TlsServer(served, require_client_cert=False) as server:
+        problem = tls_verify_problem(("127.0.0.1", server.port), trusting(test_certs))
+    assert problem == "certificate verify failed: certificate has expired"
+
+
+def test_the_tls_check_leaves_a_closed_port_to_the_reachability_check(test_certs):
+    assert tls_verify_problem(("127.0.0.1", free_port()), trusting(test_certs)) is None

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from loadgen.errors import DriverError
 
-DAYS = "2"
-"""Certificates only live as long as a test session."""
+DAYS = 2
+"""Test certificates only live as long as a test session (``make_certs``' default)."""
 
 
 @dataclass(frozen=True)
@@ -55,20 +55,20 @@ def openssl_installed() -> bool:
     return shutil.which("openssl") is not None
 
 
-def make_certs(folder: Path, ca_name: str = "loadgen-test-ca") -> CertSet:
+def make_certs(folder: Path, ca_name: str = "loadgen-test-ca", days: int = DAYS) -> CertSet:
     """A fresh CA in ``folder`` and a server (127.0.0.1, localhost) and client certificate."""
     folder.mkdir(parents=True, exist_ok=True)
     ca = Pair(folder / f"{ca_name}.pem", folder / f"{ca_name}.key")
     _openssl(
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", DAYS, "-subj", f"/CN={ca_name}",
-        "-keyout", str(ca.key), "-out", str(ca.cert),
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", str(days),
+        "-subj", f"/CN={ca_name}", "-keyout", str(ca.key), "-out", str(ca.cert),
     )  # fmt: skip
-    server = _signed(folder, ca, "server", "subjectAltName=IP:127.0.0.1,DNS:localhost")
-    client = _signed(folder, ca, "client", "extendedKeyUsage=clientAuth")
+    server = _signed(folder, ca, "server", "subjectAltName=IP:127.0.0.1,DNS:localhost", days)
+    client = _signed(folder, ca, "client", "extendedKeyUsage=clientAuth", days)
     return CertSet(folder=folder, ca=ca.cert, server=server, client=client)
 
 
-def _signed(folder: Path, ca: Pair, name: str, extension: str) -> Pair:
+def _signed(folder: Path, ca: Pair, name: str, extension: str, days: int) -> Pair:
     pair = Pair(folder / f"{name}.pem", folder / f"{name}.key")
     request = folder / f"{name}.csr"
     extensions = folder / f"{name}.ext"
@@ -79,7 +79,7 @@ def _signed(folder: Path, ca: Pair, name: str, extension: str) -> Pair:
     )  # fmt: skip
     _openssl(
         "x509", "-req", "-in", str(request), "-CA", str(ca.cert), "-CAkey", str(ca.key),
-        "-CAcreateserial", "-days", DAYS, "-extfile", str(extensions), "-out", str(pair.cert),
+        "-CAcreateserial", "-days", str(days), "-extfile", str(extensions), "-out", str(pair.cert),
     )  # fmt: skip
     return pair
 

@@ -21,6 +21,9 @@ from loadgen.testing.certs import CertSet, Pair, make_certs
 from loadgen.testing.process import LocalBroker
 
 CA_NAME = "loadgen-test-ca"
+ENDPOINT_DAYS = 365
+"""How long an endpoint's certificates last: `loadgen brokers up KIND --secure` may stay up for
+weeks, where a test session's certificates last two days."""
 READY_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 5.0
 
@@ -31,7 +34,7 @@ def folder_certs(folder: Path, server: Pair | None = None) -> tuple[Path, Pair]:
     ca = folder / f"{CA_NAME}.pem"
     made = Pair(folder / "server.pem", folder / "server.key")
     if not all(path.exists() for path in (ca, ca.with_suffix(".key"), made.cert, made.key)):
-        certs: CertSet = make_certs(folder, CA_NAME)
+        certs: CertSet = make_certs(folder, CA_NAME, days=ENDPOINT_DAYS)
         ca, made = certs.ca, certs.server
     return ca, server or made
 

@@ -9,7 +9,10 @@ import ssl
 
 import pytest
 
+from drivers.kafka.trust import trust_context
+from drivers.pulsar.admin import auth_headers
 from drivers.pulsar.config import Authentication
+from drivers.pulsar.handshake import auth_fields
 from drivers.pulsar.login import login_name
 from loadgen.errors import BrokerLoginRefused, BrokerTlsFailed, exit_code_for
 from loadgen.testing.certs import expired_server, make_certs
@@ -92,3 +95,28 @@ def test_the_tls_check_names_an_expired_certificate(test_certs, tmp_path):
 
 def test_the_tls_check_leaves_a_closed_port_to_the_reachability_check(test_certs):
     assert tls_verify_problem(("127.0.0.1", free_port()), trusting(test_certs)) is None
+
+
+def test_kafkas_trust_settings_become_a_context_and_an_unreadable_ca_adds_no_failure(
+    test_certs, tmp_path
+):
+    tls = {"security.protocol": "SASL_SSL"}
+    assert trust_context({"security.protocol": "SASL_PLAINTEXT"}) is None
+    from_file = trust_context(tls | {"ssl.ca.location": str(test_certs.ca)})
+    assert from_file is not None and from_file.check_hostname
+    (tmp_path / "cas").mkdir()
+    from_folder = trust_context(tls | {"ssl.ca.location": str(tmp_path / "cas")})
+    assert from_folder is not None
+    plain = {"ssl.endpoint.identification.algorithm": "none"}
+    assert not trust_context(tls | plain | {"ssl.ca.pem": test_certs.ca.read_text()}).check_hostname
+    assert trust_context(tls | {"ssl.ca.location": str(tmp_path / "missing.pem")}) is None
+
+
+def test_the_login_check_and_the_admin_api_send_the_same_credentials_the_client_would():
+    basic = Authentication(plugin="basic", data='{"userId": "alice", "password": "s3cret"}')
+    token = Authentication(plugin="AuthenticationToken", data="token:abc.def.ghi")
+    assert auth_fields(basic) == ("basic", b"alice:s3cret")
+    assert auth_fields(token) == ("token", b"abc.def.ghi")
+    assert auth_fields(Authentication(plugin="tls", data="tlsCertFile:/x")) is None
+    assert auth_headers(basic) == {"Authorization": "Basic YWxpY2U6czNjcmV0"}
+    assert auth_headers(token) == {"Authorization": "Bearer abc.def.ghi"}

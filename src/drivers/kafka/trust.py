@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
+from pathlib import Path
 
 
 def trust_context(conf: Mapping[str, str]) -> ssl.SSLContext | None:
-    """The CA and host-name check librdkafka's ``conf`` asks for; ``None`` without TLS or when
-    the CA is the system's own store under another name (``probe`` is left to librdkafka)."""
+    """The CA (a file or a folder) and host-name check librdkafka's ``conf`` asks for; ``None``
+    without TLS, for ``probe`` (the system's stores, librdkafka's way), or when Python cannot
+    read the CA: the check is only there to name a failure, never to add one."""
     protocol = conf.get("security.protocol", "plaintext").lower()
     if protocol not in ("ssl", "sasl_ssl"):
         return None
@@ -21,6 +23,12 @@ def trust_context(conf: Mapping[str, str]) -> ssl.SSLContext | None:
     location, pem = conf.get("ssl.ca.location"), conf.get("ssl.ca.pem")
     if location == "probe":
         return None
-    context = ssl.create_default_context(cafile=location, cadata=pem)
+    folder = location is not None and Path(location).is_dir()  # librdkafka takes either
+    try:
+        context = ssl.create_default_context(
+            cafile=None if folder else location, capath=location if folder else None, cadata=pem
+        )
+    except (OSError, ValueError):  # ssl.SSLError too: librdkafka's own message then stands
+        return None
     context.check_hostname = conf.get("ssl.endpoint.identification.algorithm", "https") != "none"
     return context

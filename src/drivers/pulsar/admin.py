@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 
 from drivers.pulsar.config import Authentication, ClientConfig, Persistence
-from drivers.pulsar.login import token_of
+from drivers.pulsar.login import auth_method, basic_login, token_of
 from loadgen.errors import DriverError
 
 log = logging.getLogger("loadgen.pulsar")
@@ -34,14 +34,13 @@ def rest_path(topic: str) -> str:
 
 
 def auth_headers(auth: Authentication) -> dict[str, str]:
-    plugin = (auth.plugin or "").lower()
-    if not plugin:
+    if not auth.plugin:
         return {}
-    if plugin.endswith("token") and auth.data:
-        return {"Authorization": f"Bearer {token_of(auth.data)}"}
-    if plugin.endswith("basic") and auth.data:
-        user = json.loads(auth.data)
-        pair = f"{user['userId']}:{user['password']}".encode()
+    method = auth_method(auth)
+    if method == "token":
+        return {"Authorization": f"Bearer {token_of(str(auth.data))}"}
+    if method == "basic":
+        pair = ":".join(basic_login(str(auth.data))).encode()
         return {"Authorization": f"Basic {base64.b64encode(pair).decode()}"}
     log.warning(
         "admin REST requests carry no credentials: only token and basic authentication are "

@@ -11,12 +11,11 @@ Only token and basic authentication can be replayed; other plugins are left to t
 
 from __future__ import annotations
 
-import json
 import socket
 import ssl
 
 from drivers.pulsar.config import Authentication
-from drivers.pulsar.login import token_of
+from drivers.pulsar.login import auth_method, basic_login, token_of
 from loadgen.protobuf_wire import LENGTH, VARINT, Field, WireError, decode, encode, first
 
 CONNECT, CONNECTED, ERROR = 2, 3, 14
@@ -32,14 +31,11 @@ CHECK_TIMEOUT_S = 2.0
 def auth_fields(auth: Authentication) -> tuple[str, bytes] | None:
     """The method name and data a Java or C++ client puts in CONNECT, for the plugins whose
     data can be replayed (token, basic); ``None`` for the others."""
-    plugin = (auth.plugin or "").lower()
-    if not auth.data:
-        return None
-    if plugin.endswith("token"):
-        return "token", token_of(auth.data).encode()
-    if plugin.endswith("basic"):
-        user = json.loads(auth.data)
-        return "basic", f"{user['userId']}:{user['password']}".encode()
+    method = auth_method(auth)
+    if method == "token":
+        return method, token_of(str(auth.data)).encode()
+    if method == "basic":
+        return method, ":".join(basic_login(str(auth.data))).encode()
     return None
 
 

@@ -20,19 +20,32 @@ def token_of(data: str) -> str:
     return data
 
 
-def login_name(auth: Authentication) -> str | None:
-    """A token's subject (its ``sub`` claim, read without verifying it: the broker does that),
-    a basic login's user id, or ``None`` when neither can be read."""
+def auth_method(auth: Authentication) -> str | None:
+    """``token`` or ``basic`` for those plugins (Java's class names or the short ones) when they
+    carry data loadgen can read; ``None`` for the others."""
     plugin = (auth.plugin or "").lower()
     if not auth.data:
         return None
+    return next((method for method in ("token", "basic") if plugin.endswith(method)), None)
+
+
+def basic_login(data: str) -> tuple[str, str]:
+    """The basic plugin's parameter, ``{"userId": ..., "password": ...}``, as (user, password)."""
+    user = json.loads(data)
+    return user["userId"], user["password"]
+
+
+def login_name(auth: Authentication) -> str | None:
+    """A token's subject (its ``sub`` claim, read without verifying it: the broker does that),
+    a basic login's user id, or ``None`` when neither can be read."""
+    method = auth_method(auth)
     try:
-        if plugin.endswith("token"):
-            payload = token_of(auth.data).split(".")[1]
+        if method == "token":
+            payload = token_of(str(auth.data)).split(".")[1]
             claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
             return str(claims["sub"])
-        if plugin.endswith("basic"):
-            return str(json.loads(auth.data)["userId"])
+        if method == "basic":
+            return str(basic_login(str(auth.data))[0])
     except (OSError, IndexError, KeyError, TypeError, ValueError, binascii.Error):
         return None
     return None

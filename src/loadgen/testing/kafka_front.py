@@ -27,7 +27,6 @@ import contextlib
 import hmac
 import json
 import logging
-import signal
 import ssl
 import struct
 import sys
@@ -35,6 +34,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loadgen.testing.front_io import (
+    CHUNK,
+    host_port,
+    pump,
+    server_tls,
+    stop_on_signals,
+    until_first_ends,
+)
 from loadgen.testing.scram import HASHES, Credential, ScramError, ScramServer, make_credential
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
@@ -49,7 +56,6 @@ MAX_LOGIN_FRAME = 512 * 1024
 LOGIN_TIMEOUT_S = 30.0
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 2.0
-CHUNK = 65536
 CLIENT_ID = b"loadgen-kafka-front"
 
 ApiRanges = dict[int, tuple[int, int]]
@@ -327,23 +333,12 @@ async def relay(
 ) -> None:
     """Move bytes both ways until either side closes; ``drain`` bounds what is buffered."""
     upstream_reader, upstream_writer = await asyncio.open_connection(*upstream, limit=CHUNK)
-    pumps = [
-        asyncio.create_task(_pump(client_reader, upstream_writer)),
-        asyncio.create_task(_pump(upstream_reader, client_writer)),
-    ]
     try:
-        await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        await until_first_ends(
+            pump(client_reader, upstream_writer), pump(upstream_reader, client_writer)
+        )
     finally:
-        for pump in pumps:
-            pump.cancel()
         upstream_writer.close()
-
-
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(OSError):
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            await writer.drain()
 
 
 async def upstream_api_versions(host: str, port: int) -> ApiRanges:
@@ -373,21 +368,13 @@ async def serve(
     server = await asyncio.start_server(
         front.handle, *listen, ssl=tls, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S, limit=CHUNK
     )
-    stopped = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopped.set)
+    stopped = stop_on_signals()
     log.info("listening on %s:%d for %s:%d", *listen, *upstream)
     async with server:
         await stopped.wait()
         server.close()
         await front.close_all()
     log.info("stopped")
-
-
-def _address(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    return host, int(port)
 
 
 def load_users(path: Path) -> Users:
@@ -401,16 +388,15 @@ def load_users(path: Path) -> Users:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m loadgen.testing.kafka_front")
-    parser.add_argument("--listen", type=_address, required=True, help="HOST:PORT for clients")
-    parser.add_argument("--upstream", type=_address, required=True, help="the broker's HOST:PORT")
+    parser.add_argument("--listen", type=host_port, required=True, help="HOST:PORT for clients")
+    parser.add_argument("--upstream", type=host_port, required=True, help="the broker's HOST:PORT")
     parser.add_argument("--cert", type=Path, required=True, help="server certificate (PEM)")
     parser.add_argument("--key", type=Path, required=True, help="its private key (PEM)")
     parser.add_argument("--users", type=Path, required=True, help="JSON object user → password")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(message)s")
     try:
-        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        tls.load_cert_chain(args.cert, args.key)
+        tls = server_tls(args.cert, args.key)
         asyncio.run(serve(args.listen, args.upstream, tls, load_users(args.users)))
     except (OSError, EOFError, ProtocolError, ValueError) as error:
         log.error("kafka front stopped: %s", error)

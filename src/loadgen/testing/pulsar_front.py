@@ -22,14 +22,13 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import signal
-import ssl
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from loadgen.protobuf_wire import WireError
 from loadgen.testing import pulsar_commands as commands
+from loadgen.testing.front_io import host_port, pump, server_tls, stop_on_signals, until_first_ends
 from loadgen.testing.jwt_hs256 import TokenError, verify_token
 
 log = logging.getLogger("loadgen.pulsar_front")
@@ -37,7 +36,6 @@ log = logging.getLogger("loadgen.pulsar_front")
 HANDSHAKE_TIMEOUT_S = 10.0
 """For the TLS handshake, and again for the CONNECT after it: a client that sends nothing is
 dropped rather than held."""
-CHUNK = 65536
 TOKEN_METHOD = "token"
 SHOWN_SUBJECT_CHARS = 64
 
@@ -54,12 +52,6 @@ class FrontConfig:
     def broker_url(self) -> str:
         """What clients are told in lookups: this listener."""
         return f"pulsar+ssl://{self.listen[0]}:{self.listen[1]}"
-
-
-def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(str(cert), str(key))
-    return context
 
 
 def authenticate(auth: commands.ConnectAuth, secret: bytes) -> str:
@@ -89,7 +81,7 @@ async def serve(config: FrontConfig, stop: asyncio.Event) -> None:
     server = await asyncio.start_server(
         lambda reader, writer: _connection(config, reader, writer),
         *config.listen,
-        ssl=tls_context(config.cert, config.key),
+        ssl=server_tls(config.cert, config.key),
         ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S,
     )
     async with server:
@@ -166,22 +158,9 @@ async def _relay(
 ) -> None:
     """Until either side closes: bytes from the client as they come, frames from the broker
     with each LOOKUP_RESPONSE naming ``broker_url``."""
-    pumps = [
-        asyncio.create_task(_bytes(client_reader, broker_writer)),
-        asyncio.create_task(_frames(broker_reader, client_writer, broker_url)),
-    ]
-    try:
-        await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pump in pumps:
-            pump.cancel()
-        await asyncio.gather(*pumps, return_exceptions=True)
-
-
-async def _bytes(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    while data := await reader.read(CHUNK):
-        writer.write(data)
-        await writer.drain()
+    await until_first_ends(
+        pump(client_reader, broker_writer), _frames(broker_reader, client_writer, broker_url)
+    )
 
 
 async def _frames(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, url: str) -> None:
@@ -194,17 +173,10 @@ async def _frames(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ur
         await writer.drain()
 
 
-def _address(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
-    return host, int(port)
-
-
 def _arguments(argv: list[str] | None) -> FrontConfig:
     parser = argparse.ArgumentParser(prog="python -m loadgen.testing.pulsar_front")
-    parser.add_argument("--listen", type=_address, required=True, help="HOST:PORT for TLS")
-    parser.add_argument("--upstream", type=_address, required=True, help="pulsar-lite HOST:PORT")
+    parser.add_argument("--listen", type=host_port, required=True, help="HOST:PORT for TLS")
+    parser.add_argument("--upstream", type=host_port, required=True, help="pulsar-lite HOST:PORT")
     parser.add_argument("--cert", type=Path, required=True, help="server certificate (PEM)")
     parser.add_argument("--key", type=Path, required=True, help="its private key (PEM)")
     parser.add_argument(
@@ -217,11 +189,7 @@ def _arguments(argv: list[str] | None) -> FrontConfig:
 
 
 async def _run(config: FrontConfig) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for each in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(each, stop.set)
-    await serve(config, stop)
+    await serve(config, stop_on_signals())
 
 
 def main(argv: list[str] | None = None) -> int:

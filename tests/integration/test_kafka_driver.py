@@ -8,6 +8,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from drivers.kafka import Driver
+from drivers.kafka.driver import _start_positions
 from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec
 from loadgen.errors import BrokerUnreachable
 from loadgen.spec.driver_spec import DriverSpec
@@ -229,6 +230,26 @@ def test_assigned_consumers_skip_the_group_and_each_read_every_partition(kafka_s
             consumer.close()
         producer.close()
         assigning.close()
+
+
+def test_an_assigned_consumer_fixes_its_start_when_created(driver, topic):
+    """Committed offsets where a group has them, the beginning (``earliest``) elsewhere: never
+    left for the fetcher to look up later, when another consumer of the same subscription may
+    have committed past messages this one must still read."""
+    group = f"sub-{topic}"
+    committing = Consumer({"bootstrap.servers": driver.config.bootstrap_servers, "group.id": group})
+    try:
+        committing.commit(offsets=[TopicPartition(topic, 3, 0)], asynchronous=False)
+    finally:
+        committing.close()
+    starting = Consumer({"bootstrap.servers": driver.config.bootstrap_servers, "group.id": group})
+    try:
+        positions = _start_positions(starting, topic, PARTITIONS, "earliest")
+    finally:
+        starting.close()
+    assert [(p.partition, p.offset) for p in positions] == [
+        (partition, 0 if partition == 3 else OFFSET_BEGINNING) for partition in range(PARTITIONS)
+    ]
 
 
 def test_creating_an_existing_topic_is_not_an_error(driver, topic):

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from time import time_ns
 
 from confluent_kafka import (
+    OFFSET_BEGINNING,
     OFFSET_INVALID,
     Consumer,
     KafkaError,
@@ -93,6 +94,8 @@ COMMIT_INTERVAL_S = 0.1
 """Offsets are committed at most this often: a commit per small batch would swamp the broker."""
 LATEST_RESETS = {"latest", "largest", "end"}
 """librdkafka's names for starting at the end (``largest`` is its default)."""
+EARLIEST_RESETS = {"earliest", "smallest", "beginning"}
+"""librdkafka's names for starting at the beginning."""
 IDLE_WAIT_S = 0.1
 """How long an idle consumer blocks for the next message (also how fast close/pause react)."""
 
@@ -182,26 +185,30 @@ def _start_positions(
 ) -> list[TopicPartition]:
     """Where each assigned partition starts: its committed offset, else as ``reset`` says.
 
-    A "latest" start is resolved here, to the high watermark, rather than by the fetcher later:
-    a message produced after the consumer was created is then never skipped.
+    Resolved here, when the consumer is created, not by the fetcher later: a message produced
+    after creation is never skipped ("latest" becomes the high watermark now), and another
+    consumer of the same subscription that commits in the meantime cannot move this one's
+    start (each assigned consumer reads every partition).
     """
-    if reset not in LATEST_RESETS:  # OFFSET_INVALID: committed, else reset, as a group member
-        return [TopicPartition(topic, p, OFFSET_INVALID) for p in range(partitions)]
     wanted = [TopicPartition(topic, p) for p in range(partitions)]
     try:
         committed = consumer.committed(wanted, timeout=ADMIN_TIMEOUT_S)
         return [
-            position
-            if position.offset >= 0
-            else TopicPartition(
-                topic,
-                position.partition,
-                consumer.get_watermark_offsets(position, timeout=ADMIN_TIMEOUT_S)[1],
-            )
+            position if position.offset >= 0 else _reset_position(consumer, position, reset)
             for position in committed
         ]
     except KafkaException as error:
         raise DriverError("kafka", f"finding where to start reading {topic}: {error}") from None
+
+
+def _reset_position(consumer: Consumer, partition: TopicPartition, reset: str) -> TopicPartition:
+    """A partition with no committed offset starts at its end, its beginning, or (``error``)
+    wherever the client decides, as ``auto.offset.reset`` says."""
+    if reset in LATEST_RESETS:
+        end = consumer.get_watermark_offsets(partition, timeout=ADMIN_TIMEOUT_S)[1]
+        return TopicPartition(partition.topic, partition.partition, end)
+    offset = OFFSET_BEGINNING if reset in EARLIEST_RESETS else OFFSET_INVALID
+    return TopicPartition(partition.topic, partition.partition, offset)
 
 
 class KafkaConsumer:

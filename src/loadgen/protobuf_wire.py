@@ -8,6 +8,7 @@ came, and a message re-encoded after one field was changed says everything else 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -111,3 +112,23 @@ def with_text(fields: list[Field], number: int, value: str) -> list[Field]:
 def message(number: int, fields: Iterable[Field]) -> Field:
     """An embedded message as field ``number``."""
     return Field(number, LENGTH, encode(fields))
+
+
+def every(fields: Iterable[Field], number: int) -> list[int | bytes]:
+    """Every value of field ``number`` in order (a repeated field, not packed)."""
+    return [field.value for field in fields if field.number == number]
+
+
+def signed(value: int | bytes | None) -> int:
+    """An int64/int32 varint as the signed number it encodes (absent reads as 0, as proto3)."""
+    if not isinstance(value, int):
+        return 0
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def string(number: int, value: str) -> Field:
+    return Field(number, LENGTH, value.encode())
+
+
+def double(number: int, value: float) -> Field:
+    return Field(number, FIXED64, struct.pack("<d", value))

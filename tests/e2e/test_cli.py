@@ -147,7 +147,8 @@ def test_validate_accepts_every_shipped_config():
 
 
 @pytest.mark.parametrize(
-    "kind", ["kafka", "rabbitmq", "pulsar", pytest.param("spark", marks=pytest.mark.pipeline)]
+    "kind",
+    ["kafka", "rabbitmq", "pulsar", "pravega", pytest.param("spark", marks=pytest.mark.pipeline)],
 )
 def test_brokers_up_status_down_manage_a_local_broker(tmp_path, kind):
     if kind == "rabbitmq" and not rabbitmq_installed():

@@ -1,9 +1,7 @@
-"""The Pravega driver end to end against a real Pravega, when one is named.
-
-No package the suite installs provides a Pravega server, so these run
-only with ``PRAVEGA_CONTROLLER=tcp://host:port`` set, e.g. a ``pravega/pravega standalone``
-container elsewhere. Each run uses a scope of its own, which the driver creates and, at the end,
-deletes with everything in it.
+"""The Pravega driver end to end: against the cluster ``PRAVEGA_CONTROLLER=tcp://host:port``
+names (e.g. a ``pravega/pravega standalone`` container elsewhere), else against loadgen's local
+Pravega. Each run uses a scope of its own, which the driver creates and, at the end, deletes
+with everything in it.
 """
 
 import os
@@ -18,11 +16,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def controller():
-    uri = os.environ.get("PRAVEGA_CONTROLLER")
-    if not uri:
-        pytest.skip("PRAVEGA_CONTROLLER not set: no Pravega server to run against")
-    return uri
+def controller(request):
+    return os.environ.get("PRAVEGA_CONTROLLER") or request.getfixturevalue("pravega_broker").address
 
 
 def workload(key_distributor):

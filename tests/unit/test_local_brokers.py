@@ -34,7 +34,7 @@ def test_stale_state_file_of_a_dead_process_is_removed(state_dir):
 def test_unknown_broker_kind_lists_the_supported_ones():
     with pytest.raises(ConfigError) as caught:
         local.status("kafak")
-    assert caught.value.allowed == ["kafka", "pulsar", "rabbitmq", "spark"]
+    assert caught.value.allowed == ["kafka", "pravega", "pulsar", "rabbitmq", "spark"]
 
 
 def test_kafka_local_yaml_carries_the_same_tansu_settings_as_the_embedded_broker():

@@ -29,24 +29,31 @@ def event(sent_ns, payload=b"payload"):
 
 
 class Reader:
-    """Hands out the given slices, then empty ones after the client's 1-s wait for data."""
+    """Hands out the given slices, then empty ones after the client's 1-s wait for data; keeps
+    what it handed out and what came back by ``release_segment``."""
 
     def __init__(self, *slices):
         self.slices = deque(slices)
+        self.handed = []
+        self.released = []
 
     def get_segment_slice_async(self):
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         events = self.slices.popleft() if self.slices else []
-        answer = threading.Timer(0.0 if events else 1.0, complete, (loop, future, events))
+        self.handed.append(iter(events))
+        answer = threading.Timer(0.0 if events else 1.0, complete, (loop, future, self.handed[-1]))
         answer.daemon = True
         answer.start()
         return future
 
+    def release_segment(self, finished):
+        self.released.append(finished)
+
 
 def complete(loop, future, events):
     if not future.cancelled():
-        loop.call_soon_threadsafe(future.set_result, iter(events))
+        loop.call_soon_threadsafe(future.set_result, events)
 
 
 class Received:
@@ -88,6 +95,16 @@ def test_events_arrive_in_order_with_their_send_time_id_and_intended_time(consum
     assert {payload for payload, _ in received.messages} == {b"payload"}
     assert received.stamps == [(n + 1000, n - 5, -1) for n in range(1, 6)]  # no segment: -1
     assert consumer.foreign.count == 1
+    wait_until(lambda: len(reader.released) >= 2)
+    assert reader.released[:2] == reader.handed[:2]  # each slice handed back once, in order
+    assert consumer.errors == 0
+
+
+def wait_until(condition, timeout=5):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
 
 
 def test_without_the_stamp_events_arrive_with_no_send_time_id_or_intended_time(consumers):
@@ -101,23 +118,45 @@ def test_without_the_stamp_events_arrive_with_no_send_time_id_or_intended_time(c
 
 def test_a_pause_holds_a_slice_mid_way_and_resume_goes_on_from_there(consumers):
     received = Received(expected=200, seconds_each=0.002)
-    consumer = consumers(Reader([event(n) for n in range(200)]), received)
+    reader = Reader([event(n) for n in range(200)])
+    consumer = consumers(reader, received)
     while len(received.messages) < 10:
         time.sleep(0.001)
     consumer.pause()
     held = len(received.messages)
     time.sleep(0.3)
     assert len(received.messages) == held < 200
+    assert reader.released == []  # the slice is still being read
     consumer.resume()
     assert received.all_in.wait(5)
     assert [sent for _, sent in received.messages] == list(range(200))
+    wait_until(lambda: reader.released)
+    assert reader.released[0] is reader.handed[0]
 
 
-def test_close_ends_the_thread_within_a_tenth_of_a_second_then_takes_the_reader_offline():
+def test_close_waits_for_the_slice_being_fetched_hands_it_back_unread_then_goes_offline():
+    """A fetch left running would hold the client's reader: going offline then waited 30 s
+    behind it against the local Pravega."""
     offline = threading.Event()
-    consumer = ReaderConsumer(Reader(), Received(expected=1), True, offline.set)
+    received = Received(expected=1)
+    reader = Reader()
+    consumer = ReaderConsumer(reader, received, True, offline.set)
     time.sleep(0.2)  # waiting for a slice: the stand-in answers only after 1 s
     started = time.monotonic()
     consumer.close()
-    assert time.monotonic() - started < 0.2
+    assert time.monotonic() - started < 1.5  # the fetch's remaining ~0.8 s, not more
+    assert reader.released == reader.handed[:1]  # the fetched slice came back
+    assert received.messages == []
     assert offline.is_set()
+
+
+def test_close_gives_up_on_a_fetch_that_outlasts_the_settle_time(monkeypatch):
+    monkeypatch.setattr("drivers.pravega.consumer.SETTLE_S", 0.1)
+    offline = threading.Event()
+    reader = Reader()
+    consumer = ReaderConsumer(reader, Received(expected=1), True, offline.set)
+    time.sleep(0.2)
+    started = time.monotonic()
+    consumer.close()
+    assert time.monotonic() - started < 0.4
+    assert reader.released == [] and offline.is_set()

@@ -70,11 +70,57 @@ def test_every_send_is_written_once_and_acknowledged_from_the_write_thread(write
     assert acks.errors == [None] * 2000
     assert acks.threads == {"pravega-writes"}
     assert len(write.calls) == 2000
-    assert [key for _, key in write.calls[:4]] == ["k", None, "k", None]
-    read = [read_stamped(event.encode("utf-8")) for event, _ in write.calls]
-    assert [(payload, message_id, intended) for payload, _, message_id, intended in read] == [
-        (bytes([i % 256]) * 8, i, 10_000 + i) for i in range(2000)
+    written = [(read_stamped(event.encode("utf-8")), key) for event, key in write.calls]
+    by_id = {stamp[2]: (stamp[0], stamp[3]) for stamp, _ in written}
+    assert [by_id[i] for i in range(2000)] == [
+        (bytes([i % 256]) * 8, 10_000 + i) for i in range(2000)
     ]
+    keyed = [stamp[2] for stamp, key in written if key == "k"]
+    assert keyed == list(range(0, 2000, 2))  # one key's writes in the order sent
+
+
+class HeldWrites:
+    """``write_event_async`` whose futures complete only when the test says so."""
+
+    def __init__(self):
+        self.calls = []
+        self.futures = []
+
+    def __call__(self, event, routing_key=None):
+        self.calls.append((read_stamped(event.encode("utf-8"))[2], routing_key))
+        self.futures.append(asyncio.get_running_loop().create_future())
+        return self.futures[-1]
+
+
+def settle(write_loop, action=lambda: None):
+    """Run ``action`` on the write thread and wait until the thread has run what it queued."""
+    ran = threading.Event()
+
+    def step():
+        action()
+        write_loop._loop.call_soon(ran.set)
+
+    write_loop._loop.call_soon_threadsafe(step)
+    assert ran.wait(5)
+
+
+def test_a_keys_next_write_waits_for_its_previous_one_while_other_keys_go_on(write_loop):
+    write = HeldWrites()
+    producer = EventProducer(write, write_loop, stamped)
+    acks = Acks()
+    acks.expected = 6
+    for message_id, key in enumerate([b"a", b"a", b"b", None, None, b"a"]):
+        producer.send(key, b"x", acks, message_id, 0)
+    settle(write_loop)
+    assert write.calls == [(0, "a"), (2, "b"), (3, None), (4, None)]  # 1 and 5 wait for 0
+    settle(write_loop, lambda: write.futures[0].set_result(None))
+    assert write.calls[4:] == [(1, "a")]
+    settle(write_loop, lambda: write.futures[4].set_exception(OSError("refused")))
+    assert write.calls[5:] == [(5, "a")]  # a failed write releases its key too
+    settle(write_loop, lambda: [f.set_result(None) for f in write.futures if not f.done()])
+    assert acks.done.wait(5)
+    assert sum(isinstance(error, WriteFailed) for error in acks.errors) == 1
+    assert producer.flush(1.0) == 0
 
 
 def test_a_failed_write_reaches_on_done_as_an_error(write_loop):

@@ -16,15 +16,18 @@ class Driver(BaseDriver):
     """Selected by ``driver: pravega`` or by OMB's Pravega ``driverClass``."""
 
     display_name = "Pravega"
-    url_schemes = ("tcp", "tls")
+    url_schemes = ("pravega", "tcp", "tls")
     omb_driver_classes = ("io.openmessaging.benchmark.driver.pravega.PravegaBenchmarkDriver",)
     client_distributions = ("pravega",)
 
     @classmethod
     def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
-        """The URL is the controller URI."""
+        """The URL is the controller URI; ``pravega://`` names a plain one (``tcp://``), which
+        says which broker it is where ``tcp://`` alone would not."""
         require_address(url)
-        return {**config, "client": {**config.get("client", {}), "controllerURI": url}}
+        scheme, _, rest = url.partition("://")
+        uri = f"tcp://{rest}" if scheme == "pravega" else url
+        return {**config, "client": {**config.get("client", {}), "controllerURI": uri}}
 
     @classmethod
     def implementation(cls) -> type[BaseDriver]:

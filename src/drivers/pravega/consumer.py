@@ -3,12 +3,17 @@
 ``StreamReader.get_segment_slice_async`` returns an asyncio future bound to the calling thread's
 running loop. The client completes it within about a second even when there is no data (an
 empty slice), and the thread looks up every :data:`WAIT_S` while it is pending, so ``pause()``
-and ``close()`` take effect within a tenth of a second. At ``close`` a pending future is
-cancelled: the binding (pyo3-asyncio 0.14) then drops the slice it gets instead of completing
-the future on a closed loop, and a dropped slice goes back to the reader.
+takes effect within a tenth of a second. ``close()`` waits for a pending fetch (up to
+:data:`SETTLE_S`) and hands its slice back unread: a fetch left running holds the client's reader,
+and going offline then waited 30 s behind it against the local Pravega.
 
-A slice's events are delivered in order; a finished slice is dropped, which hands its segment
-back to the reader (``release_segment`` would block with the GIL held). A pause keeps the
+A slice's events are delivered in order; a finished slice is handed back with
+``release_segment``. Only dropping it stalls the reader: against the local Pravega a reader fed
+by a producer in another process stopped for good after a few slices (the client waits for the
+segment's slice to come back before it takes that segment's next data, and a dropped slice
+sometimes did not come back). ``release_segment`` blocks with the GIL held, but only on this
+reader's own lock, which no request holds while a slice is out, and on a table-segment update
+at most once per the client's update interval. A pause keeps the
 current slice, mid-way if need be, and requests no new one until ``resume``. At ``close`` the
 reader goes offline in its group (a blocking call, made only if the controller accepts a TCP
 connection). Events not written by loadgen are skipped, counted and logged once. Each event
@@ -32,6 +37,9 @@ log = logging.getLogger("loadgen.pravega")
 
 WAIT_S = 0.1
 PAUSE_WAIT_S = 1.0
+SETTLE_S = 2.0
+"""At close, how long to wait for a slice being fetched: the client answers within about a
+second."""
 JOIN_TIMEOUT_S = 5.0
 
 
@@ -82,9 +90,21 @@ class ReaderConsumer:
                     await asyncio.sleep(WAIT_S)
                     continue
             if self._consume(current):
-                current = None  # dropped: the client hands the segment back to the reader
+                self._release(current)
+                current = None
         if pending is not None:
+            await self._settle(pending)
+
+    async def _settle(self, pending: asyncio.Future) -> None:
+        """Waits for the slice still being fetched and hands it back unread, so that no fetch
+        holds the reader when it goes offline."""
+        await asyncio.wait((pending,), timeout=SETTLE_S)
+        if not pending.done():
             pending.cancel()
+            return
+        unread = self._slice(pending)
+        if unread is not None:
+            self._release(unread)
 
     def _slice(self, future: asyncio.Future) -> Any:
         try:
@@ -92,6 +112,12 @@ class ReaderConsumer:
         except Exception as error:
             self._on_error(error)
             return None
+
+    def _release(self, finished: Any) -> None:
+        try:
+            self._reader.release_segment(finished)
+        except Exception as error:
+            self._on_error(error)
 
     def _consume(self, events: Any) -> bool:
         """Deliver the slice's events; False when a pause or close stopped it part-way."""

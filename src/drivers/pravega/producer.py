@@ -7,6 +7,13 @@ the future's callbacks run on that thread, so every producer of a driver shares 
 :class:`WriteLoop` thread: ``send`` stamps the time and appends to a deque (no syscall, no
 thread per message), the loop thread issues the writes, and ``on_done`` runs from each future's
 completion. The client still makes a future per event; that cost is its own.
+
+``write_event_async`` does not keep the order of its calls: each call is a task that takes the
+writer's lock, and tasks take it in the order the client's runtime runs them (2,000 writes of
+one key to a 1-segment stream came back with 135–573 inversions; blocking writes came back in
+order). Pravega promises a routing key's events in the order written, so a keyed write waits
+until the previous write of its key is acknowledged; writes of other keys go on meanwhile, and
+events without a key (no order to keep) are never held.
 """
 
 from __future__ import annotations
@@ -90,6 +97,8 @@ class EventProducer(CallbackAcks):
         self._write_event_async = write_event_async
         self._submit = loop.submit
         self._encode = encode
+        self._held: dict[str, deque[tuple]] = {}
+        """Per routing key with a write in flight, the writes waiting for it, oldest first."""
 
     def send(
         self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
@@ -106,20 +115,48 @@ class EventProducer(CallbackAcks):
         payload: bytes,
         on_done: OnDone,
     ) -> None:
-        """On the loop thread: issue the write and bind ``on_done`` to its completion."""
+        """On the loop thread: issue the write, or hold it behind its key's write in flight."""
+        text_key = routing_key(key)
+        if text_key is not None:
+            held = self._held.get(text_key)
+            if held is not None:
+                held.append((sent_ns, message_id, intended_ns, payload, on_done))
+                return
+            self._held[text_key] = deque()
+        self._issue(text_key, sent_ns, message_id, intended_ns, payload, on_done)
+
+    def _issue(
+        self,
+        text_key: str | None,
+        sent_ns: int,
+        message_id: int,
+        intended_ns: int,
+        payload: bytes,
+        on_done: OnDone,
+    ) -> None:
+        """Issue the write and bind ``on_done`` to its completion."""
         try:
             event = self._encode(sent_ns, message_id, intended_ns, payload)
-            future = self._write_event_async(event, routing_key(key))
+            future = self._write_event_async(event, text_key)
         except BaseException as error:  # a panic too: it must not end the drain (and the loop)
-            self.completed += 1
-            on_done(WriteFailed(error))
+            self._written(on_done, text_key, error)
             return
-        future.add_done_callback(partial(self._written, on_done))
+        future.add_done_callback(partial(self._completed, on_done, text_key))
 
-    def _written(self, on_done: OnDone, future: asyncio.Future) -> None:
+    def _completed(self, on_done: OnDone, text_key: str | None, future: asyncio.Future) -> None:
+        self._written(on_done, text_key, future.exception())
+
+    def _written(self, on_done: OnDone, text_key: str | None, error: BaseException | None) -> None:
+        """Report the write, then issue the next write its key held back."""
         self.completed += 1
-        error = future.exception()
         on_done(None if error is None else WriteFailed(error))
+        if text_key is None:
+            return
+        held = self._held[text_key]
+        if held:
+            self._issue(text_key, *held.popleft())
+        else:
+            del self._held[text_key]
 
     def close(self) -> None:
         pending = self.flush(CLOSE_TIMEOUT_S)

@@ -14,17 +14,25 @@ from pathlib import Path
 from loadgen.errors import ConfigError
 from loadgen.pipeline.cluster import start_spark_cluster
 from loadgen.testing.kafka_secure import start_secure_kafka
+from loadgen.testing.pravega.launch import start_local_pravega
 from loadgen.testing.process import LocalBroker, process_alive
 from loadgen.testing.pulsar import start_pulsar_lite
 from loadgen.testing.pulsar_secure import start_secure_pulsar
 from loadgen.testing.rabbitmq import start_rabbitmq
 from loadgen.testing.tansu import start_tansu
 
-DEFAULT_PORTS = {"kafka": 19092, "rabbitmq": 5672, "pulsar": 16650, "spark": 7077}
+DEFAULT_PORTS = {
+    "kafka": 19092,
+    "rabbitmq": 5672,
+    "pulsar": 16650,
+    "pravega": 9090,
+    "spark": 7077,
+}
 STARTERS = {
     "kafka": start_tansu,
     "rabbitmq": start_rabbitmq,
     "pulsar": start_pulsar_lite,
+    "pravega": start_local_pravega,
     "spark": start_spark_cluster,  # not a broker: a standalone master + worker for the pipeline
 }
 SECURE_PORTS = {"kafka": 19093, "pulsar": 16651}

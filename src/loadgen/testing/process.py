@@ -7,10 +7,14 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from loadgen.errors import DriverError
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -100,3 +104,35 @@ def _reaped(pid: int) -> bool:
     except ChildProcessError:
         return False
     return done == pid
+
+
+def spawn_logged(command: Sequence[str], log_path: Path, *, detach: bool) -> subprocess.Popen:
+    """Start ``command`` with its output appended to ``log_path``; ``detach`` starts it in a
+    session of its own, so that it outlives this process (``loadgen brokers up``)."""
+    with open(log_path, "ab") as log_file:
+        return subprocess.Popen(
+            list(command),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=detach,
+        )
+
+
+def await_listening(
+    name: str,
+    broker: LocalBroker,
+    process: subprocess.Popen,
+    ports: Sequence[int],
+    timeout_s: float,
+    host: str = "127.0.0.1",
+) -> None:
+    """Returns once every port accepts. If the process exits first or ``timeout_s`` passes,
+    stops the broker and raises :class:`DriverError` naming ``name``, with its log's end."""
+    deadline = time.monotonic() + timeout_s
+    while not all(port_open(port, host) for port in ports):
+        if process.poll() is not None or time.monotonic() > deadline:
+            tail = Path(broker.log_path).read_text(errors="replace")[-2000:]
+            broker.stop()
+            raise DriverError(broker.kind, f"{name} did not start on {broker.address}:\n{tail}")
+        time.sleep(0.01)

@@ -17,14 +17,12 @@ that remain.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from loadgen.errors import DriverError, MissingExtra
-from loadgen.testing.process import LocalBroker, free_port, port_open
+from loadgen.testing.process import LocalBroker, await_listening, free_port, port_open, spawn_logged
 
 READY_TIMEOUT_S = 10.0
 DEFAULT_PARTITIONS = 16
@@ -113,14 +111,7 @@ def start_pulsar_lite(
     log_path = folder / f"pulsar-lite-{chosen}.log"
     address = f"{host}:{chosen}"
     command = [str(binary), "--config", str(config_path), "--addr", address]
-    with open(log_path, "ab") as log_file:
-        process = subprocess.Popen(
-            [*command, "--db-path", str(db_path)],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=detach,
-        )
+    process = spawn_logged([*command, "--db-path", str(db_path)], log_path, detach=detach)
     broker = LocalBroker(
         "pulsar",
         address,
@@ -129,11 +120,5 @@ def start_pulsar_lite(
         pulsar_lite_driver_config(address),
         temporary,
     )
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not port_open(chosen, host):
-        if process.poll() is not None or time.monotonic() > deadline:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            broker.stop()
-            raise DriverError("pulsar", f"pulsar-lite did not start on {address}:\n{tail}")
-        time.sleep(0.01)
+    await_listening("pulsar-lite", broker, process, [chosen], READY_TIMEOUT_S, host)
     return broker

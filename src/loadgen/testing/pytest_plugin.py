@@ -3,7 +3,8 @@
 Fixtures, all session-scoped brokers on free 127.0.0.1 ports, started on first use:
 
 * ``kafka_broker`` (tansu), ``rabbitmq_broker`` (Debian rabbitmq-server), ``pulsar_broker``
-  (pulsar-lite, 16 partitions per auto-created topic);
+  (pulsar-lite, 16 partitions per auto-created topic), ``pravega_broker`` (loadgen's local
+  Pravega, :mod:`loadgen.testing.pravega`);
   a broker that cannot start skips the test with the reason (fails it when
   ``LOADGEN_REQUIRE_BROKERS=1``), as does one left out by ``--loadgen-broker``.
 * ``loadgen_broker``: each selected broker in turn (the test runs once per broker kind).
@@ -25,13 +26,14 @@ from loadgen.api import run
 from loadgen.errors import LoadgenError, MissingExtra
 from loadgen.result import Result
 from loadgen.testing.benchmark import run_benchmarked
+from loadgen.testing.pravega.launch import start_local_pravega
 from loadgen.testing.process import LocalBroker
 from loadgen.testing.pulsar import start_pulsar_lite
 from loadgen.testing.rabbitmq import INSTALL_HINT, rabbitmq_installed, start_rabbitmq
 from loadgen.testing.require import unavailable
 from loadgen.testing.tansu import start_tansu
 
-KINDS = ("kafka", "rabbitmq", "pulsar")
+KINDS = ("kafka", "rabbitmq", "pulsar", "pravega")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -82,6 +84,7 @@ STARTERS: dict[str, Callable[..., LocalBroker]] = {
     "kafka": start_tansu,
     "rabbitmq": _rabbitmq,
     "pulsar": start_pulsar_lite,
+    "pravega": start_local_pravega,
 }
 
 
@@ -98,6 +101,7 @@ def _broker_fixture(kind: str):
 kafka_broker = _broker_fixture("kafka")
 rabbitmq_broker = _broker_fixture("rabbitmq")
 pulsar_broker = _broker_fixture("pulsar")
+pravega_broker = _broker_fixture("pravega")
 
 
 @pytest.fixture

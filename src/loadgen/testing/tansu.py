@@ -9,14 +9,18 @@ never by driver defaults.
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from loadgen.errors import DriverError, MissingExtra
-from loadgen.testing.process import LocalBroker, free_port, port_open
+from loadgen.testing.process import (
+    LocalBroker,
+    await_listening,
+    free_port,
+    port_open,
+    spawn_logged,
+)
 
 READY_TIMEOUT_S = 10.0
 
@@ -81,30 +85,18 @@ def start_tansu(
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / f"tansu-{chosen}.log"
     url = f"tcp://{host}:{chosen}"
-    with open(log_path, "ab") as log_file:
-        process = subprocess.Popen(
-            [
-                str(tansu_binary()),
-                "broker",
-                "--listener-url",
-                url,
-                "--advertised-listener-url",
-                f"tcp://{host}:{advertised_port or chosen}",
-            ],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=detach,
-        )
+    command = [
+        str(tansu_binary()),
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        f"tcp://{host}:{advertised_port or chosen}",
+    ]
+    process = spawn_logged(command, log_path, detach=detach)
     address = f"{host}:{chosen}"
     broker = LocalBroker(
         "kafka", address, process.pid, str(log_path), tansu_driver_config(address), temporary
     )
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not port_open(chosen, host):
-        if process.poll() is not None or time.monotonic() > deadline:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            broker.stop()
-            raise DriverError("kafka", f"tansu did not start on {broker.address}:\n{tail}")
-        time.sleep(0.01)
+    await_listening("tansu", broker, process, [chosen], READY_TIMEOUT_S, host)
     return broker

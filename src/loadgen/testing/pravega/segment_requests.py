@@ -32,9 +32,8 @@ from loadgen.testing.pravega.wire_format import WireTableKey
 
 TAIL_WAIT_S = 2.0
 """How long a read at the tail of an open segment waits for data before an empty answer.
-Pravega waits up to a minute; this stays well under the Rust client's 30 s request timeout (a
-late answer would land on the next request sharing the pooled connection) and lets readers
-that released a segment stop within seconds."""
+Pravega waits longer (up to its request timeout); a short wait keeps the reads a stopped reader
+leaves behind short-lived, and stays well under the Rust client's 30-s request timeout."""
 MAX_READ_SIZE = 2 * 1024 * 1024
 """The most a read returns at once, as in Pravega."""
 TYPE_PLUS_LENGTH_SIZE = 8

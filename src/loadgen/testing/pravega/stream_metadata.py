@@ -259,26 +259,27 @@ class StreamMetadata:
     def commit_transaction(self, info: StreamInfo, txn_id: int) -> TxnStatus:
         """Merges every transaction segment into its parent, in segment order, at once: the
         transaction is COMMITTED when this returns. Committing twice succeeds, as Pravega's."""
-        if not self.stream_exists(info):
-            return TxnStatus.STREAM_NOT_FOUND
-        txn = self._transaction(info, txn_id)
-        if txn is None:
-            return TxnStatus.TRANSACTION_NOT_FOUND
-        if txn.state is TxnState.OPEN:
-            for txn_segment, parent in txn.segments:
-                self._segments.merge(parent, txn_segment)
-            txn.state = TxnState.COMMITTED
-        return TxnStatus.SUCCESS if txn.state is TxnState.COMMITTED else TxnStatus.FAILURE
+        return self._end_transaction(info, txn_id, TxnState.COMMITTED, self._commit)
 
     def abort_transaction(self, info: StreamInfo, txn_id: int) -> TxnStatus:
+        return self._end_transaction(info, txn_id, TxnState.ABORTED, self._abort)
+
+    def _end_transaction(
+        self,
+        info: StreamInfo,
+        txn_id: int,
+        ending: TxnState,
+        end: Callable[[Transaction], None],
+    ) -> TxnStatus:
+        """Ends an open transaction with ``end``; SUCCESS if it is (or already was) ``ending``."""
         if not self.stream_exists(info):
             return TxnStatus.STREAM_NOT_FOUND
         txn = self._transaction(info, txn_id)
         if txn is None:
             return TxnStatus.TRANSACTION_NOT_FOUND
         if txn.state is TxnState.OPEN:
-            self._abort(txn)
-        return TxnStatus.SUCCESS if txn.state is TxnState.ABORTED else TxnStatus.FAILURE
+            end(txn)
+        return TxnStatus.SUCCESS if txn.state is ending else TxnStatus.FAILURE
 
     def transaction_state(self, info: StreamInfo, txn_id: int) -> TxnState:
         txn = self._transaction(info, txn_id)
@@ -300,6 +301,11 @@ class StreamMetadata:
         if txn is not None and txn.state is TxnState.OPEN and self._clock() > txn.deadline:
             self._abort(txn)
         return txn
+
+    def _commit(self, txn: Transaction) -> None:
+        for txn_segment, parent in txn.segments:
+            self._segments.merge(parent, txn_segment)
+        txn.state = TxnState.COMMITTED
 
     def _abort(self, txn: Transaction) -> None:
         """Seals the transaction's segments now and deletes them :data:`ABORTED_KEPT_S` later

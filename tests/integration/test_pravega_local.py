@@ -69,7 +69,7 @@ def assert_exact(result):
 
 def test_a_tailing_run_holds_its_rate_and_reads_every_event_once(controller, tmp_path):
     scope = f"lg-{uuid.uuid4().hex[:8]}"
-    result = run(small_workload(rate=2000, seconds=10), spec(controller, scope), tmp_path)
+    result = run(small_workload(rate=2000, seconds=6), spec(controller, scope), tmp_path)
     assert_exact(result)
     assert result["verdicts"]["rate"]["held"], result["verdicts"]["rate"]
     assert result["aggregatedEndToEndLatency50pct"] > 0

@@ -215,3 +215,38 @@ def test_a_panicking_write_fails_its_whole_transaction_and_aborts_it():
     assert "transaction write failed: SimulatedPanic" in str(acks.errors[0])
     producer.send(b"k", b"x", acks, 3, 3)  # the next event starts a new transaction
     assert len(writer.transactions) == 2
+
+
+def test_send_waits_beyond_the_bound_until_an_acknowledgement_makes_room(write_loop, monkeypatch):
+    monkeypatch.setattr("drivers.pravega.producer.MAX_UNACKNOWLEDGED", 2)
+    write = HeldWrites()
+    producer = EventProducer(write, write_loop, stamped)
+    acks = Acks()
+    producer.send(None, b"x", acks, 0, 0)
+    producer.send(None, b"x", acks, 1, 0)
+    third = threading.Thread(target=producer.send, args=(None, b"x", acks, 2, 0))
+    third.start()
+    third.join(0.3)
+    assert third.is_alive()  # two in flight: the third waits
+    settle(write_loop)
+    assert [message_id for message_id, _ in write.calls] == [0, 1]
+    settle(write_loop, lambda: write.futures[0].set_result(None))
+    third.join(5)
+    assert not third.is_alive()
+    settle(write_loop)
+    assert [message_id for message_id, _ in write.calls] == [0, 1, 2]
+
+
+def test_send_reports_an_event_failed_when_no_room_comes_in_time(write_loop, monkeypatch):
+    monkeypatch.setattr("drivers.pravega.producer.MAX_UNACKNOWLEDGED", 1)
+    monkeypatch.setattr("drivers.pravega.producer.FULL_WAIT_S", 0.2)
+    write = HeldWrites()
+    producer = EventProducer(write, write_loop, stamped)
+    acks = Acks()
+    producer.send(None, b"x", acks, 0, 0)
+    producer.send(None, b"x", acks, 1, 0)
+    assert len(acks.errors) == 1 and isinstance(acks.errors[0], WriteFailed)
+    assert "no room" in str(acks.errors[0])
+    settle(write_loop)
+    assert [message_id for message_id, _ in write.calls] == [0]  # the failed one never written
+    assert producer.sent - producer.completed == 1

@@ -4,16 +4,19 @@
 running loop. The client completes it within about a second even when there is no data (an
 empty slice), and the thread looks up every :data:`WAIT_S` while it is pending, so ``pause()``
 takes effect within a tenth of a second. ``close()`` waits for a pending fetch (up to
-:data:`SETTLE_S`) and hands its slice back unread: a fetch left running holds the client's reader,
-and going offline then waited 30 s behind it against the local Pravega.
+:data:`SETTLE_S`) and drops its slice unread: a fetch left running holds the client's reader, and
+going offline then waited 30 s behind it against the local Pravega.
 
-A slice's events are delivered in order; a finished slice is handed back with
-``release_segment``. Only dropping it stalls the reader: against the local Pravega a reader fed
-by a producer in another process stopped for good after a few slices (the client waits for the
-segment's slice to come back before it takes that segment's next data, and a dropped slice
-sometimes did not come back). ``release_segment`` blocks with the GIL held, but only on this
-reader's own lock, which no request holds while a slice is out, and on a table-segment update
-at most once per the client's update interval. A pause keeps the
+A slice's events are delivered in order; a finished slice is dropped, which hands its segment
+back to the reader. The hand-back happens only once the client's binding lets go of the slice:
+it releases its own reference through pyo3's deferred reference pool, which is emptied on the
+next call into the binding from Python. A process that only reads made no such call while it
+waited for its next slice, and the reader stopped for good after a few slices (the client waits
+for a segment's slice to come back before it hands out that segment's next data); so while
+waiting, the thread makes a no-op call (``to_str``) every :data:`WAIT_S`. ``release_segment``
+would hand the slice back at once, but it blocks with the GIL held, and once it needs the
+server (every few seconds, to update the group's state) the client's own threads wait for the
+GIL meanwhile: a catch-up run stalled 30 s that way. A pause keeps the
 current slice, mid-way if need be, and requests no new one until ``resume``. At ``close`` the
 reader goes offline in its group (a blocking call, made only if the controller accepts a TCP
 connection). Events not written by loadgen are skipped, counted and logged once. Each event
@@ -84,27 +87,23 @@ class ReaderConsumer:
                     pending = self._reader.get_segment_slice_async()
                 await asyncio.wait((pending,), timeout=WAIT_S)
                 if not pending.done():
+                    self._reader.to_str()  # empties pyo3's pool: a dropped slice goes back
                     continue
                 current, pending = self._slice(pending), None
                 if current is None:  # the client failed: do not spin on it
                     await asyncio.sleep(WAIT_S)
                     continue
             if self._consume(current):
-                self._release(current)
                 current = None
         if pending is not None:
             await self._settle(pending)
 
     async def _settle(self, pending: asyncio.Future) -> None:
-        """Waits for the slice still being fetched and hands it back unread, so that no fetch
-        holds the reader when it goes offline."""
+        """Waits for the slice still being fetched and drops it unread, so that no fetch holds
+        the reader when it goes offline."""
         await asyncio.wait((pending,), timeout=SETTLE_S)
         if not pending.done():
             pending.cancel()
-            return
-        unread = self._slice(pending)
-        if unread is not None:
-            self._release(unread)
 
     def _slice(self, future: asyncio.Future) -> Any:
         try:
@@ -112,12 +111,6 @@ class ReaderConsumer:
         except Exception as error:
             self._on_error(error)
             return None
-
-    def _release(self, finished: Any) -> None:
-        try:
-            self._reader.release_segment(finished)
-        except Exception as error:
-            self._on_error(error)
 
     def _consume(self, events: Any) -> bool:
         """Deliver the slice's events; False when a pause or close stopped it part-way."""

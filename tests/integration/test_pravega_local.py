@@ -211,6 +211,24 @@ def test_a_consumer_only_run_reads_a_stream_another_run_filled(controller, tmp_p
     assert result["aggregatedEndToEndLatency50pct"] > 0
 
 
+def test_a_consumer_only_run_without_stamps_reads_what_a_plain_client_wrote(controller, tmp_path):
+    """Another tool's events carry no stamp: with ``includeTimestampInEvent: false`` each one is
+    counted as received (no latency is recorded)."""
+    manager = open_manager(controller)
+    scope = f"lg-{uuid.uuid4().hex[:8]}"
+    manager.create_scope(scope)
+    manager.create_stream(scope, "elsewhere", 2)
+    writer = manager.create_writer(scope, "elsewhere")
+    for n in range(300):
+        writer.write_event(f"written by another tool {n}", f"key-{n % 7}")
+    writer.flush()
+    driver_spec = spec(controller, scope, includeTimestampInEvent=False)
+    reading = small_workload(rate=0, partitions=2, seconds=3, producersPerTopic=0)
+    result = run(reading, driver_spec, tmp_path, topic_names=("elsewhere",))
+    assert result["totalMessagesReceived"] == 300
+    assert result["aggregatedEndToEndLatency50pct"] == 0
+
+
 def loadgen_cli(*args, timeout=120):
     return subprocess.run(
         [sys.executable, "-m", "loadgen", *args], capture_output=True, text=True, timeout=timeout

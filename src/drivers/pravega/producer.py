@@ -121,7 +121,7 @@ class EventProducer(CallbackAcks):
     ) -> None:
         self.sent += 1
         if self.sent - self.completed > MAX_UNACKNOWLEDGED and not self._room_made():
-            self.completed += 1
+            self.sent -= 1  # never written; ``completed`` belongs to the loop thread
             on_done(WriteFailed(TimeoutError(f"no room for {FULL_WAIT_S:.0f} s")))
             return
         self._submit(self, time_ns(), message_id, intended_ns, key, payload, on_done)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from loadgen.errors import DriverError
 from loadgen.testing.certs import CertSet, Pair, make_certs
-from loadgen.testing.process import LocalBroker
+from loadgen.testing.process import LocalBroker, spawn_logged
 
 CA_NAME = "loadgen-test-ca"
 ENDPOINT_DAYS = 365
@@ -52,14 +52,7 @@ def start_front(
 ) -> subprocess.Popen[bytes]:
     """``python -m module arguments``, its output in ``log_path``; in a session of its own when
     ``detach`` (it outlives the command that started it)."""
-    with open(log_path, "ab") as log_file:
-        return subprocess.Popen(
-            [sys.executable, "-m", module, *arguments],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=detach,
-        )
+    return spawn_logged([sys.executable, "-m", module, *arguments], log_path, detach=detach)
 
 
 def await_front(front: subprocess.Popen[bytes], broker: LocalBroker) -> None:

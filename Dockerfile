@@ -9,20 +9,36 @@
 ARG BASE=python:3.11-slim
 
 # Wheels are built and installed into a virtual environment here, and only the environment is
-# copied on: no source tree, build tools or pip caches in the image. A venv, not the system
-# site-packages, because Debian's python3 marks those as externally managed.
+# copied on: no source tree, compiler, build tools or pip caches in the image. A venv, not the
+# system site-packages, because Debian's python3 marks those as externally managed.
 FROM ${BASE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# A C compiler builds loadgen's compiled modules (setup.py; loadgen._hotpath records), with
+# Python's headers: the official images carry their own, Debian's python3 has them in
+# libpython3-dev.
+RUN include=$(python3 -c 'import sysconfig; print(sysconfig.get_path("include"))') \
+ && if [ -f "$include/Python.h" ]; then headers=; else headers=libpython3-dev; fi \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev $headers \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /build
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY src ./src
 RUN python3 -m venv /opt/loadgen/venv \
  && /opt/loadgen/venv/bin/pip install '.[pulsar,pravega]'
+# setup.py marks its extensions optional (pip installs on without them): the build fails here
+# instead of making an image whose workers run in pure Python. src/loadgen/NAME.c is loadgen.NAME.
+RUN /opt/loadgen/venv/bin/python -c "import importlib, pathlib; \
+names = ['loadgen.' + c.stem for c in sorted(pathlib.Path('src/loadgen').glob('*.c'))]; \
+assert names, 'no C sources in src/loadgen'; \
+[importlib.import_module(name) for name in names]; print('compiled:', *names)" \
+ || { echo 'error: a compiled module of loadgen was not built (pip install -v . says why)' >&2; \
+      exit 1; }
 
 FROM build AS build-spark
 RUN /opt/loadgen/venv/bin/pip install '.[pulsar,pravega,spark]'
 
-# What every image shares: the user, the environment, the entrypoint.
+# What every image shares: the user, the environment, the entrypoint. No compiler: BASE as is.
 FROM ${BASE} AS runtime
 # MPLCONFIGDIR: the report's charts need a writable matplotlib cache whatever --user runs them.
 ENV PATH=/opt/loadgen/venv/bin:$PATH \

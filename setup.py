@@ -1,10 +1,11 @@
-"""The one compiled part, optional: without a C compiler the package installs pure Python.
+"""The compiled parts, optional: without a C compiler the package installs pure Python.
 
-``loadgen._hotpath`` times acknowledgements with ``clock_gettime(CLOCK_MONOTONIC)`` against send
-times the producer loop took with ``time.perf_counter_ns()``, and deliveries with
-``clock_gettime(CLOCK_REALTIME)`` against ``time.time_ns()`` stamps. So it is built only where
-Python reads those same clocks (Linux); elsewhere (macOS, Windows) the pure-Python engine
-records, as it does without a compiler.
+``loadgen._hotpath`` (the recorders) times acknowledgements with
+``clock_gettime(CLOCK_MONOTONIC)`` against send times the producer loop took with
+``time.perf_counter_ns()``, and deliveries with ``clock_gettime(CLOCK_REALTIME)`` against
+``time.time_ns()`` stamps; ``loadgen._burst`` (the producer loop's burst) reads the same two
+clocks in place of those functions. So both are built only where Python reads those same clocks
+(Linux); elsewhere (macOS, Windows) the pure-Python engine runs, as it does without a compiler.
 """
 
 import time
@@ -16,8 +17,14 @@ PYTHON_READS_THE_C_CLOCKS = (
     and time.get_clock_info("time").implementation == "clock_gettime(CLOCK_REALTIME)"
 )
 
+CLOCK_H = "src/loadgen/_clock.h"
+"""What both modules share (the clocks, int conversion, the stamp prefix's layout)."""
+
 setup(
-    ext_modules=[Extension("loadgen._hotpath", ["src/loadgen/_hotpath.c"], optional=True)]
+    ext_modules=[
+        Extension(f"loadgen.{name}", [f"src/loadgen/{name}.c"], depends=[CLOCK_H], optional=True)
+        for name in ("_hotpath", "_burst")
+    ]
     if PYTHON_READS_THE_C_CLOCKS
     else [],
 )

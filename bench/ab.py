@@ -220,6 +220,32 @@ def run_side(script: str, side: str, **kwargs: object) -> dict:
     return per_message(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+REFERENCE_ITERATIONS = 3_000_000
+
+
+def reference(size: int) -> dict:
+    """The Python-loop reference: per iteration, read the clock, pick the payload by index,
+    call a no-op with both. The machine's speed swings between days; figures divided by it
+    compare across them."""
+    payloads = [bytes(size)]
+    count = len(payloads)
+
+    def no_op(_payload: bytes, _now: int) -> None:
+        return None
+
+    cpu0, start = cpu_seconds(), time.perf_counter()
+    for index in range(REFERENCE_ITERATIONS):
+        no_op(payloads[index % count], time.perf_counter_ns())
+    return measured(REFERENCE_ITERATIONS, start, cpu0)
+
+
+def reference_loop(script: str, args: argparse.Namespace) -> float:
+    """ns of CPU per iteration of :func:`reference`, in a fresh child of ``script`` (which
+    offers it as the side ``reference``), pinned as the sides are."""
+    row = run_side(script, "reference", size=args.size, cpu=getattr(args, "cpu", None))
+    return row["cpu_us_per_msg"] * 1000
+
+
 def per_message(row: dict) -> dict:
     """``row`` (from :func:`measured` or :func:`run_measured`) with its rate and its CPU µs per
     message added (also with start-up and teardown, where the row has that CPU)."""

@@ -2,10 +2,12 @@
 
 Usage: python bench/memory_max_rate.py [--seconds 10] [--rounds 3] [--size 1024] [--vs-run]
 
-Runs the real worker path (producer loop, per-message callbacks, raw-value recorders, binning
-into HdrHistograms every second) unthrottled against the in-process broker, once producer-only
-and once with one consumer, each in a fresh subprocess, measured after a 1-s warm-up. Prints
-msg/s and CPU µs per message. ``LOADGEN_PURE_PYTHON=1`` measures the pure-Python recorders.
+Runs the real worker path (producer loop, per-message callbacks, recorders, a snapshot every
+second) unthrottled against the in-process broker, once producer-only and once with one
+consumer, each in a fresh subprocess, measured after a 1-s warm-up. Prints msg/s, CPU µs per
+message and the snapshots' share (of wall time, and in cores of CPU), and the Python-loop
+reference (:func:`ab.reference`) before and after, with each median rate times it: the figure
+that compares across days. ``LOADGEN_PURE_PYTHON=1`` measures the pure-Python engine.
 
 ``--vs-run`` then compares, producer-only, loadgen's loop with the whole ``loadgen run`` process
 tree as the Kafka, Pulsar and RabbitMQ scripts do (:mod:`ab`: sides ``loadgen`` and ``run``,
@@ -57,12 +59,13 @@ def measure(seconds: float, size: int, consumers: int) -> dict:
     usage0 = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     sent = received = 0
-    binning = 0.0
+    snapshot_wall = snapshot_cpu = 0.0
     while (elapsed := time.perf_counter() - start) < seconds:
         time.sleep(min(1.0, seconds - elapsed))
-        before = time.perf_counter()
+        before, before_cpu = time.perf_counter(), time.thread_time()
         interval = worker.snapshot(0, 0, warmup=False)
-        binning += time.perf_counter() - before
+        snapshot_cpu += time.thread_time() - before_cpu
+        snapshot_wall += time.perf_counter() - before
         sent, received = sent + interval.sent, received + interval.received
     wall = time.perf_counter() - start
     worker.stop_load(5)
@@ -73,7 +76,8 @@ def measure(seconds: float, size: int, consumers: int) -> dict:
         "sent_rate": sent / wall,
         "received_rate": received / wall,
         "cpu_us_per_msg": cpu / max(sent, 1) * 1e6,
-        "binning_share": binning / wall,
+        "snapshot_share": snapshot_wall / wall,
+        "snapshot_cores": snapshot_cpu / wall,
     }
 
 
@@ -88,6 +92,8 @@ def main() -> None:
     if args.child is not None:
         print(json.dumps(measure(args.seconds, args.size, args.child)))
         return
+    reference_ns = [ab.reference_loop(__file__, args)]
+    medians: dict[str, float] = {}
     for consumers in (0, 1):
         rows = []
         for _ in range(args.rounds):
@@ -112,15 +118,21 @@ def main() -> None:
             print(
                 f"{label:24} sent {row['sent_rate']:>10,.0f} msg/s  received "
                 f"{row['received_rate']:>10,.0f} msg/s  {row['cpu_us_per_msg']:.2f} µs CPU/msg  "
-                f"binning {row['binning_share']:.1%} of wall time"
+                f"snapshots {row['snapshot_share']:.1%} of wall time, "
+                f"{row['snapshot_cores']:.3f} core"
             )
-        print(
-            f"{label:24} median sent {statistics.median(r['sent_rate'] for r in rows):,.0f} msg/s"
-        )
+        median = statistics.median(r["sent_rate"] for r in rows)
+        print(f"{label:24} median sent {median:,.0f} msg/s")
+        medians[label] = median
+    reference_ns.append(ab.reference_loop(__file__, args))
+    reference = statistics.mean(reference_ns)
+    print(f"reference loop: {' then '.join(f'{ns:.0f}' for ns in reference_ns)} ns/iteration")
+    for label, median in medians.items():
+        print(f"{label:24} rate × reference ns / 1e9 = {median * reference / 1e9:.3f}")
     if args.vs_run:
         vs_run(args)
 
 
 if __name__ == "__main__":
-    if not ab.child_main(ab.loadgen_sides(target)):
+    if not ab.child_main({**ab.loadgen_sides(target), "reference": ab.reference}):
         main()

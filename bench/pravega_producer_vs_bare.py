@@ -59,7 +59,6 @@ BURST = 512
 """Writes between two reads of the clock that ends the bare loop (the producer loop's burst)."""
 DRAIN_S = 30.0
 KEYS = "RANDOM_NANO"
-REFERENCE_ITERATIONS = 3_000_000
 
 
 # -- side A: the bare loop ---------------------------------------------------------------------
@@ -179,21 +178,6 @@ def count_held(producer: Any) -> list[int]:
     return counts
 
 
-# -- the reference loop -------------------------------------------------------------------------
-def reference(size: int) -> dict:
-    """Per iteration: read the clock, pick the payload by index, call a no-op with both."""
-    payloads = [bytes(size)]
-    count = len(payloads)
-
-    def no_op(_payload: bytes, _now: int) -> None:
-        return None
-
-    cpu0, start = ab.cpu_seconds(), time.perf_counter()
-    for index in range(REFERENCE_ITERATIONS):
-        no_op(payloads[index % count], perf_counter_ns())
-    return ab.measured(REFERENCE_ITERATIONS, start, cpu0)
-
-
 # -- the parent ---------------------------------------------------------------------------------
 @dataclass
 class BrokerMeter:
@@ -303,9 +287,9 @@ def main() -> None:
         manager.create_scope(SCOPE)
         meter = BrokerMeter(broker.pid)
         where = {"uri": broker.address, "window": known.window}
-        reference_ns = [reference_loop(args)]
+        reference_ns = [ab.reference_loop(__file__, args)]
         rows = ab.alternate(__file__, args, meter.fresh_topic(manager), **where)
-        reference_ns.append(reference_loop(args))
+        reference_ns.append(ab.reference_loop(__file__, args))
         attach_broker(rows, args, meter)
         ab.print_summary(rows)
         print_broker(rows)
@@ -315,12 +299,6 @@ def main() -> None:
         markdown(rows, known.window, reference_ns)
     finally:
         broker.stop()
-
-
-def reference_loop(args: argparse.Namespace) -> float:
-    """ns of CPU per iteration of :func:`reference`, in a fresh child (pinned as the sides)."""
-    row = ab.run_side(__file__, "reference", size=args.size, cpu=args.cpu)
-    return row["cpu_us_per_msg"] * 1000
 
 
 def held_run(
@@ -341,7 +319,7 @@ def held_run(
 
 
 if __name__ == "__main__":
-    sides = {"bare": bare, "loadgen": engine, "run": whole, "held": held, "reference": reference}
+    sides = {"bare": bare, "loadgen": engine, "run": whole, "held": held, "reference": ab.reference}
     if ab.child_main(sides):
         # as `loadgen run` ends: pravega_client 0.3.8's threads can still take the GIL while the
         # interpreter finalizes (a bare child aborted so, "PyGILState_Release", once in 11)

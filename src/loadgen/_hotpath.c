@@ -1,20 +1,19 @@
 /* The recorders' per-message work in C: loadgen.recorder's compiled engine.
  *
- * Why: in CPython a message's acknowledgement cost ~450 ns (a functools.partial bound per
- * message, then a Python method that reads the clock and appends to three arrays), half of
- * what the memory driver's whole send path costs (bench/RESULTS.md). Here binding is one small
- * object and recording is a few stores.
+ * Each latency is counted into an HdrHistogram as it is measured (the bucket arithmetic of
+ * loadgen.hdr_core, in microseconds), so an interval's snapshot is a copy of the non-empty
+ * buckets, not the binning of every raw value. What the accounting needs per message (the ids
+ * acknowledged; each delivery's id and partition) stays in int64 columns the engine owns.
  *
- * Columns are int64 buffers the engine owns; take() hands each over as bytes and starts anew.
  * Every entry point runs with the GIL held and calls no Python code while it records, so a
- * take() on another thread sees each message's values all or none, like the pure-Python
- * recorders' single append/extend.
+ * take() on another thread sees each message's values all or none: a message's counts, id and
+ * negative counts land in the same take. Everything a call stores is checked and allocated
+ * first, so a call that fails stores nothing.
  *
  * Clocks: CLOCK_MONOTONIC is what time.perf_counter_ns() reads on Linux (the producer loop's
  * send times come from it), CLOCK_REALTIME what time.time_ns() reads (the stamp's send times).
- * setup.py builds this file only where Python reports those two clocks (Linux; elsewhere, e.g.
- * macOS and Windows, the pure-Python engine records), and tests/unit/test_recorder.py checks both
- * against Python's.
+ * setup.py builds this file only where Python reports those two clocks, and
+ * tests/unit/test_recorder.py checks both against Python's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+
+#include "_clock.h"
 
 typedef struct {
     int64_t *data;
@@ -70,21 +71,6 @@ static void column_reset(Column *column) {
     column->len = 0;
 }
 
-static int64_t clock_ns(clockid_t clock) {
-    struct timespec now;
-    clock_gettime(clock, &now);
-    return (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
-}
-
-static int as_int64(PyObject *value, int64_t *out) {
-    long long converted = PyLong_AsLongLong(value);
-    if (converted == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    *out = (int64_t)converted;
-    return 0;
-}
-
 static int difference(int64_t a, int64_t b, int64_t *out) {
     if (__builtin_sub_overflow(a, b, out)) {
         PyErr_SetString(PyExc_OverflowError, "latency does not fit in 64 bits");
@@ -93,16 +79,207 @@ static int difference(int64_t a, int64_t b, int64_t *out) {
     return 0;
 }
 
+/* ---- histograms recorded as messages come ---------------------------------------------- */
+
+/* HdrHistogram's bucket layout for one value range (loadgen.hdr_core.Layout), in microseconds.
+ * The counts array is split into pages allocated on first use: an interval's latencies touch a
+ * few pages of the 2.5 million counts (20 MB) an end-to-end histogram spans. */
+#define PAGE_SHIFT 10
+#define PAGE_SIZE (1 << PAGE_SHIFT)
+
+typedef struct {
+    int64_t highest;
+    int64_t unit_magnitude;
+    int64_t half_magnitude;
+    int64_t half_count;
+    int64_t mask;
+    Py_ssize_t counts_len;
+} Layout;
+
+typedef struct {
+    Layout layout;
+    int64_t **pages;
+    Py_ssize_t page_count;
+} Histogram;
+
+static int layout_from(PyObject *tuple, Layout *out) {
+    long long values[6];
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 6) {
+        PyErr_SetString(PyExc_TypeError, "a layout is a tuple of 6 ints: highest, "
+                                         "unit_magnitude, half_magnitude, half_count, mask, "
+                                         "counts_len");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < 6; i++) {
+        values[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple, i));
+        if (values[i] == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    if (values[0] < 1 || values[2] < 1 || values[2] > 40 || values[1] < 0 || values[1] > 20 ||
+        values[5] < 1) {
+        PyErr_SetString(PyExc_ValueError, "not an HdrHistogram layout");
+        return -1;
+    }
+    *out = (Layout){values[0], values[1], values[2], values[3], values[4], (Py_ssize_t)values[5]};
+    return 0;
+}
+
+static int histogram_init(Histogram *histogram, const Layout *layout) {
+    histogram->layout = *layout;
+    histogram->page_count = (layout->counts_len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+    histogram->pages = PyMem_Calloc((size_t)histogram->page_count, sizeof(int64_t *));
+    if (histogram->pages == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void histogram_free(Histogram *histogram) {
+    for (Py_ssize_t page = 0; histogram->pages != NULL && page < histogram->page_count; page++) {
+        PyMem_Free(histogram->pages[page]);
+    }
+    PyMem_Free(histogram->pages);
+    histogram->pages = NULL;
+}
+
+/* HdrHistogram's countsArrayIndex of a latency in nanoseconds (>= 0), as microseconds clamped
+ * to the highest trackable value, as loadgen.hdr.record_ns bins it. */
+static Py_ssize_t counts_index(const Layout *layout, int64_t latency_ns) {
+    int64_t micros = latency_ns / 1000;
+    if (micros > layout->highest) {
+        micros = layout->highest;
+    }
+    int bit_length = 64 - __builtin_clzll((unsigned long long)(micros | layout->mask));
+    int64_t shift = bit_length - layout->half_magnitude - 1; /* bucket + unit magnitude */
+    int64_t sub_bucket = micros >> shift;
+    int64_t bucket_base = (shift - layout->unit_magnitude + 1) << layout->half_magnitude;
+    return (Py_ssize_t)(sub_bucket + bucket_base - layout->half_count);
+}
+
+/* The page holding `index`, allocated (zeroed) if it is not yet. */
+static int histogram_reserve(Histogram *histogram, Py_ssize_t index) {
+    int64_t **page = &histogram->pages[index >> PAGE_SHIFT];
+    if (*page == NULL) {
+        *page = PyMem_Calloc(PAGE_SIZE, sizeof(int64_t));
+        if (*page == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Count one value at `index`, whose page histogram_reserve made sure of. */
+static inline void histogram_count(Histogram *histogram, Py_ssize_t index) {
+    histogram->pages[index >> PAGE_SHIFT][index & (PAGE_SIZE - 1)]++;
+}
+
+static Py_ssize_t histogram_buckets(const Histogram *histogram) {
+    Py_ssize_t buckets = 0;
+    for (Py_ssize_t page = 0; page < histogram->page_count; page++) {
+        const int64_t *counts = histogram->pages[page];
+        for (Py_ssize_t i = 0; counts != NULL && i < PAGE_SIZE; i++) {
+            buckets += counts[i] != 0;
+        }
+    }
+    return buckets;
+}
+
+/* The non-empty buckets as two bytes objects of int64, (index, counts) in index order; NULL
+ * with an error set if they cannot be allocated. The histogram is left as it is. */
+static PyObject *histogram_copy(const Histogram *histogram) {
+    Py_ssize_t buckets = histogram_buckets(histogram);
+    Py_ssize_t size = buckets * (Py_ssize_t)sizeof(int64_t);
+    PyObject *index = PyBytes_FromStringAndSize(NULL, size);
+    PyObject *counts = PyBytes_FromStringAndSize(NULL, size);
+    PyObject *pair = index && counts ? PyTuple_Pack(2, index, counts) : NULL;
+    Py_XDECREF(index);
+    Py_XDECREF(counts);
+    if (pair == NULL) {
+        return NULL;
+    }
+    int64_t *to_index = (int64_t *)PyBytes_AS_STRING(index);
+    int64_t *to_counts = (int64_t *)PyBytes_AS_STRING(counts);
+    for (Py_ssize_t page = 0; page < histogram->page_count; page++) {
+        const int64_t *from = histogram->pages[page];
+        for (Py_ssize_t i = 0; from != NULL && i < PAGE_SIZE; i++) {
+            if (from[i] != 0) {
+                *to_index++ = ((int64_t)page << PAGE_SHIFT) + i;
+                *to_counts++ = from[i];
+            }
+        }
+    }
+    return pair;
+}
+
+/* A tuple of `size` items whose first three are copies (histogram_copy) of `histograms`; the
+ * rest for the caller to fill. NULL with an error set if anything could not be allocated. */
+static PyObject *histograms_taken(Histogram *histograms[3], Py_ssize_t size) {
+    PyObject *taken = PyTuple_New(size);
+    for (Py_ssize_t i = 0; taken != NULL && i < 3; i++) {
+        PyObject *pair = histogram_copy(histograms[i]);
+        if (pair == NULL) {
+            Py_CLEAR(taken);
+        } else {
+            PyTuple_SET_ITEM(taken, i, pair);
+        }
+    }
+    return taken;
+}
+
+/* Empty the histogram, giving its pages back. Allocates nothing, so it cannot fail. */
+static void histogram_reset(Histogram *histogram) {
+    for (Py_ssize_t page = 0; page < histogram->page_count; page++) {
+        PyMem_Free(histogram->pages[page]);
+        histogram->pages[page] = NULL;
+    }
+}
+
 /* ---- the producer's engine ------------------------------------------------------------- */
 
 typedef struct {
     PyObject_HEAD
-    Column publish;
-    Column delay;
-    Column from_intended;
-    Column acked;
+    Histogram publish;
+    Histogram delay;
+    Histogram from_intended;
+    Column acked; /* runs of consecutive acknowledged ids: (first id, count) pairs */
+    Py_ssize_t acked_count;
     long long errors;
 } ProducerCore;
+
+/* Whether `message_id` continues the last run of `runs` ((first id, count) pairs). */
+static int continues_run(const Column *runs, int64_t message_id) {
+    if (runs->len == 0) {
+        return 0;
+    }
+    const int64_t *last = &runs->data[runs->len - 2];
+    return last[0] <= INT64_MAX - last[1] && last[0] + last[1] == message_id;
+}
+
+/* Room for `message_id` in the runs of acknowledged ids: in order, acknowledgements extend the
+ * last run, so a producer's interval is a few pairs, not an id per message. */
+static int acked_reserve(Column *runs, int64_t message_id) {
+    return continues_run(runs, message_id) ? 0 : column_reserve(runs, 2);
+}
+
+static void acked_store(Column *runs, int64_t message_id) {
+    if (continues_run(runs, message_id)) {
+        runs->data[runs->len - 1]++;
+    } else {
+        column_store(runs, message_id);
+        column_store(runs, 1);
+    }
+}
+
+static int nonnegative(int64_t latency, const char *what) {
+    if (latency < 0) {
+        PyErr_Format(PyExc_ValueError, "%s is negative: %lld ns", what, (long long)latency);
+        return -1;
+    }
+    return 0;
+}
 
 static int producer_ack(ProducerCore *core, int64_t message_id, int64_t intended_ns,
                         int64_t sent_ns, PyObject *error) {
@@ -112,19 +289,24 @@ static int producer_ack(ProducerCore *core, int64_t message_id, int64_t intended
     }
     int64_t now = clock_ns(CLOCK_MONOTONIC);
     int64_t latency, corrected;
-    if (difference(now, sent_ns, &latency) < 0 || difference(now, intended_ns, &corrected) < 0) {
+    if (difference(now, sent_ns, &latency) < 0 || difference(now, intended_ns, &corrected) < 0 ||
+        nonnegative(latency, "publish latency") < 0 ||
+        nonnegative(corrected, "publish latency from the intended time") < 0) {
         return -1;
     }
-    if (column_reserve(&core->publish, 1) < 0 || column_reserve(&core->from_intended, 1) < 0 ||
-        column_reserve(&core->acked, 1) < 0) {
+    Py_ssize_t at = counts_index(&core->publish.layout, latency);
+    Py_ssize_t at_corrected = counts_index(&core->from_intended.layout, corrected);
+    if (histogram_reserve(&core->publish, at) < 0 ||
+        histogram_reserve(&core->from_intended, at_corrected) < 0 ||
+        acked_reserve(&core->acked, message_id) < 0) {
         return -1;
     }
-    column_store(&core->publish, latency);
-    column_store(&core->from_intended, corrected);
-    column_store(&core->acked, message_id);
+    histogram_count(&core->publish, at);
+    histogram_count(&core->from_intended, at_corrected);
+    acked_store(&core->acked, message_id);
+    core->acked_count++;
     return 0;
 }
-
 typedef struct {
     PyObject_HEAD
     ProducerCore *core;
@@ -216,11 +398,27 @@ static PyTypeObject AckType = {
 };
 
 static void producer_dealloc(ProducerCore *self) {
-    PyMem_Free(self->publish.data);
-    PyMem_Free(self->delay.data);
-    PyMem_Free(self->from_intended.data);
+    histogram_free(&self->publish);
+    histogram_free(&self->delay);
+    histogram_free(&self->from_intended);
     PyMem_Free(self->acked.data);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* ProducerCore(layout): the publish metrics' layout (loadgen.hdr_core.Layout's fields). */
+static int producer_init(ProducerCore *self, PyObject *args, PyObject *kwargs) {
+    PyObject *given;
+    Layout layout;
+    if (self->publish.pages != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a ProducerCore is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O:ProducerCore", &given) || layout_from(given, &layout) < 0 ||
+        histogram_init(&self->publish, &layout) < 0 || histogram_init(&self->delay, &layout) < 0 ||
+        histogram_init(&self->from_intended, &layout) < 0) {
+        return -1;
+    }
+    return 0;
 }
 
 /* bind(message_id, intended_ns, sent_ns) -> Ack; records the publish delay (sent - intended). */
@@ -231,19 +429,19 @@ static PyObject *producer_bind(ProducerCore *self, PyObject *const *args, Py_ssi
     }
     int64_t message_id, intended_ns, sent_ns, delay;
     if (as_int64(args[0], &message_id) < 0 || as_int64(args[1], &intended_ns) < 0 ||
-        as_int64(args[2], &sent_ns) < 0 || difference(sent_ns, intended_ns, &delay) < 0) {
+        as_int64(args[2], &sent_ns) < 0 || difference(sent_ns, intended_ns, &delay) < 0 ||
+        nonnegative(delay, "publish delay") < 0) {
+        return NULL;
+    }
+    Py_ssize_t at = counts_index(&self->delay.layout, delay);
+    if (histogram_reserve(&self->delay, at) < 0) {
         return NULL;
     }
     Ack *ack = PyObject_New(Ack, &AckType);
     if (ack == NULL) {
         return NULL;
     }
-    if (column_reserve(&self->delay, 1) < 0) {
-        ack->core = NULL;
-        Py_DECREF(ack);
-        return NULL;
-    }
-    column_store(&self->delay, delay);
+    histogram_count(&self->delay, at);
     Py_INCREF(self);
     ack->core = self;
     ack->message_id = message_id;
@@ -269,31 +467,31 @@ static PyObject *producer_on_done(ProducerCore *self, PyObject *args, PyObject *
     Py_RETURN_NONE;
 }
 
-/* take() -> (publish, publish_delay, publish_from_intended, acked) as bytes of int64. Everything
- * is allocated before any column is emptied, so a failure leaves all four as they were. */
+/* take() -> ((index, counts) of publish, of publish_delay, of publish_from_intended, acked runs),
+ * all bytes of int64. Everything is allocated before anything is emptied, so a failure leaves
+ * the core as it was. */
 static PyObject *producer_take(ProducerCore *self, PyObject *unused) {
-    Column *columns[] = {&self->publish, &self->delay, &self->from_intended, &self->acked};
-    const Py_ssize_t count = (Py_ssize_t)(sizeof(columns) / sizeof(columns[0]));
-    PyObject *taken = PyTuple_New(count);
+    Histogram *histograms[] = {&self->publish, &self->delay, &self->from_intended};
+    PyObject *taken = histograms_taken(histograms, 4);
     if (taken == NULL) {
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *values = column_copy(columns[i]);
-        if (values == NULL) {
-            Py_DECREF(taken);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(taken, i, values);
+    PyObject *acked = column_copy(&self->acked);
+    if (acked == NULL) {
+        Py_DECREF(taken);
+        return NULL;
     }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        column_reset(columns[i]);
+    PyTuple_SET_ITEM(taken, 3, acked);
+    for (Py_ssize_t i = 0; i < 3; i++) {
+        histogram_reset(histograms[i]);
     }
+    column_reset(&self->acked);
+    self->acked_count = 0;
     return taken;
 }
 
 static PyObject *producer_acked_count(ProducerCore *self, void *unused) {
-    return PyLong_FromSsize_t(self->publish.len);
+    return PyLong_FromSsize_t(self->acked_count);
 }
 
 static PyMethodDef producer_methods[] = {
@@ -302,7 +500,7 @@ static PyMethodDef producer_methods[] = {
     {"on_done", (PyCFunction)(void (*)(void))producer_on_done, METH_VARARGS | METH_KEYWORDS,
      "on_done(message_id, intended_ns, sent_ns, error, *client_args)."},
     {"take", (PyCFunction)producer_take, METH_NOARGS,
-     "The four columns since the last take, as bytes of int64."},
+     "The three publish histograms and the acknowledged ids since the last take."},
     {NULL},
 };
 
@@ -319,10 +517,12 @@ static PyMemberDef producer_members[] = {
 static PyTypeObject ProducerCoreType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "loadgen._hotpath.ProducerCore",
-    .tp_doc = "The producer recorder's columns and per-message entry points.",
+    .tp_doc = "ProducerCore(layout): the producer recorder's histograms and per-message entry "
+              "points.",
     .tp_basicsize = sizeof(ProducerCore),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)producer_init,
     .tp_dealloc = (destructor)producer_dealloc,
     .tp_methods = producer_methods,
     .tp_getset = producer_getset,
@@ -331,18 +531,103 @@ static PyTypeObject ProducerCoreType = {
 
 /* ---- the consumer's engine ------------------------------------------------------------- */
 
+/* A latency below this is a message without a send time (loadgen.driver.NO_SEND_TIME_NS): it
+ * is counted received, in no histogram, and not as clock skew. */
+#define UNSTAMPED_BELOW (-(INT64_C(1) << 62))
+#define SEQ_BITS 40
+
 typedef struct {
     PyObject_HEAD
-    Column rows;
+    Histogram e2e;
+    Histogram from_intended;
+    Histogram uncorrected;
+    Column identities; /* (message id, partition) per delivery, in arrival order */
+    int64_t *shifts;   /* per producer number: ns to subtract (this worker's clock offset
+                          minus that producer's worker's); NULL while clocks are not corrected */
+    Py_ssize_t shift_count;
+    long long negative;
+    long long negative_uncorrected;
     long long bytes_total;
 } ConsumerCore;
 
 static void consumer_dealloc(ConsumerCore *self) {
-    PyMem_Free(self->rows.data);
+    histogram_free(&self->e2e);
+    histogram_free(&self->from_intended);
+    histogram_free(&self->uncorrected);
+    PyMem_Free(self->identities.data);
+    PyMem_Free(self->shifts);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* on_message(payload, sent_ns, message_id, intended_ns, partition): one delivery row. */
+/* ConsumerCore(layout): the end-to-end metrics' layout. */
+static int consumer_init(ConsumerCore *self, PyObject *args, PyObject *kwargs) {
+    PyObject *given;
+    Layout layout;
+    if (self->e2e.pages != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a ConsumerCore is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O:ConsumerCore", &given) || layout_from(given, &layout) < 0 ||
+        histogram_init(&self->e2e, &layout) < 0 ||
+        histogram_init(&self->from_intended, &layout) < 0 ||
+        histogram_init(&self->uncorrected, &layout) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int64_t shift_of(const ConsumerCore *core, int64_t message_id) {
+    int64_t number = message_id >> SEQ_BITS;
+    if (message_id < 0 || number >= core->shift_count) {
+        return 0;
+    }
+    return core->shifts[number];
+}
+
+/* One delivery: its latencies into the histograms (a negative one counted instead), its id and
+ * partition into the identities, all or nothing. */
+static int consumer_record(ConsumerCore *core, Py_ssize_t size, int64_t sent_ns,
+                           int64_t message_id, int64_t intended_ns, int64_t partition) {
+    int64_t now = clock_ns(CLOCK_REALTIME);
+    int64_t raw, raw_from_intended, e2e, from_intended;
+    int64_t shift = core->shifts != NULL ? shift_of(core, message_id) : 0;
+    if (difference(now, sent_ns, &raw) < 0 ||
+        difference(now, intended_ns, &raw_from_intended) < 0 ||
+        difference(raw, shift, &e2e) < 0 ||
+        difference(raw_from_intended, shift, &from_intended) < 0) {
+        return -1;
+    }
+    int corrected = core->shifts != NULL;
+    Py_ssize_t at = e2e >= 0 ? counts_index(&core->e2e.layout, e2e) : -1;
+    Py_ssize_t at_intended =
+        from_intended >= 0 ? counts_index(&core->from_intended.layout, from_intended) : -1;
+    Py_ssize_t at_raw = corrected && raw >= 0 ? counts_index(&core->uncorrected.layout, raw) : -1;
+    if ((at >= 0 && histogram_reserve(&core->e2e, at) < 0) ||
+        (at_intended >= 0 && histogram_reserve(&core->from_intended, at_intended) < 0) ||
+        (at_raw >= 0 && histogram_reserve(&core->uncorrected, at_raw) < 0) ||
+        column_reserve(&core->identities, 2) < 0) {
+        return -1;
+    }
+    if (at >= 0) {
+        histogram_count(&core->e2e, at);
+    } else if (e2e > UNSTAMPED_BELOW) {
+        core->negative++;
+    }
+    if (at_intended >= 0) {
+        histogram_count(&core->from_intended, at_intended);
+    }
+    if (at_raw >= 0) {
+        histogram_count(&core->uncorrected, at_raw);
+    } else if (corrected && raw > UNSTAMPED_BELOW) {
+        core->negative_uncorrected++;
+    }
+    column_store(&core->identities, message_id);
+    column_store(&core->identities, partition);
+    core->bytes_total += size;
+    return 0;
+}
+
+/* on_message(payload, sent_ns, message_id, intended_ns, partition): one delivery. */
 static PyObject *consumer_on_message(ConsumerCore *self, PyObject *const *args,
                                      Py_ssize_t nargs) {
     if (nargs != 5) {
@@ -354,42 +639,147 @@ static PyObject *consumer_on_message(ConsumerCore *self, PyObject *const *args,
     if (size < 0) {
         return NULL;
     }
-    int64_t sent_ns, message_id, intended_ns, partition, e2e, from_intended;
+    int64_t sent_ns, message_id, intended_ns, partition;
     if (as_int64(args[1], &sent_ns) < 0 || as_int64(args[2], &message_id) < 0 ||
-        as_int64(args[3], &intended_ns) < 0 || as_int64(args[4], &partition) < 0) {
+        as_int64(args[3], &intended_ns) < 0 || as_int64(args[4], &partition) < 0 ||
+        consumer_record(self, size, sent_ns, message_id, intended_ns, partition) < 0) {
         return NULL;
     }
-    int64_t now = clock_ns(CLOCK_REALTIME);
-    if (difference(now, sent_ns, &e2e) < 0 || difference(now, intended_ns, &from_intended) < 0 ||
-        column_reserve(&self->rows, 4) < 0) {
-        return NULL;
-    }
-    column_store(&self->rows, e2e);
-    column_store(&self->rows, from_intended);
-    column_store(&self->rows, message_id);
-    column_store(&self->rows, partition);
-    self->bytes_total += size;
     Py_RETURN_NONE;
 }
 
-/* take() -> the delivery rows since the last take, as bytes of int64. */
-static PyObject *consumer_take(ConsumerCore *self, PyObject *unused) {
-    PyObject *taken = column_copy(&self->rows);
-    if (taken != NULL) {
-        column_reset(&self->rows);
+static int64_t big_endian_int64(const unsigned char *bytes) {
+    uint64_t value = 0;
+    for (int i = 0; i < 8; i++) {
+        value = (value << 8) | bytes[i];
     }
+    return (int64_t)value;
+}
+
+/* Record `payload` if it starts with loadgen's stamp (loadgen.stamp_prefix): 1 if it did, 0
+ * (recording nothing) if it does not or is not bytes, -1 with an error set. */
+static int consumer_record_prefixed(ConsumerCore *core, PyObject *payload, int64_t partition) {
+    if (!PyBytes_CheckExact(payload) || PyBytes_GET_SIZE(payload) < PREFIX_BYTES ||
+        memcmp(PyBytes_AS_STRING(payload), PREFIX_MARK, 8) != 0) {
+        return 0;
+    }
+    const unsigned char *stamp = (const unsigned char *)PyBytes_AS_STRING(payload) + 8;
+    if (consumer_record(core, PyBytes_GET_SIZE(payload), big_endian_int64(stamp),
+                        big_endian_int64(stamp + 8), big_endian_int64(stamp + 16),
+                        partition) < 0) {
+        return -1;
+    }
+    return 1;
+}
+
+/* on_prefixed(payload, partition) -> bool: a delivery whose payload starts with loadgen's
+ * stamp; False, recording nothing, for one that does not, which the driver reads its own way. */
+static PyObject *consumer_on_prefixed(ConsumerCore *self, PyObject *const *args,
+                                      Py_ssize_t nargs) {
+    int64_t partition;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "on_prefixed(payload, partition)");
+        return NULL;
+    }
+    if (as_int64(args[1], &partition) < 0) {
+        return NULL;
+    }
+    int recorded = consumer_record_prefixed(self, args[0], partition);
+    return recorded < 0 ? NULL : PyBool_FromLong(recorded);
+}
+
+/* on_prefixed_many(payloads, start, partition) -> int: payloads[start:] (a list) recorded as
+ * on_prefixed does, up to the first that does not carry the stamp; its index (len(payloads)
+ * when every one did), from which the driver reads its own way. */
+static PyObject *consumer_on_prefixed_many(ConsumerCore *self, PyObject *const *args,
+                                           Py_ssize_t nargs) {
+    Py_ssize_t start;
+    int64_t partition;
+    if (nargs != 3 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "on_prefixed_many(payloads: list, start, partition)");
+        return NULL;
+    }
+    start = PyLong_AsSsize_t(args[1]);
+    if ((start == -1 && PyErr_Occurred()) || as_int64(args[2], &partition) < 0) {
+        return NULL;
+    }
+    PyObject *payloads = args[0];
+    Py_ssize_t index = start < 0 ? 0 : start;
+    for (; index < PyList_GET_SIZE(payloads); index++) {
+        int recorded = consumer_record_prefixed(self, PyList_GET_ITEM(payloads, index), partition);
+        if (recorded < 0) {
+            return NULL;
+        }
+        if (recorded == 0) {
+            break;
+        }
+    }
+    return PyLong_FromSsize_t(index);
+}
+
+/* correct_clocks(shifts): from now on subtract shifts[producer number] (bytes of int64) from
+ * each delivery's latencies, and record the uncorrected end-to-end latency too. */
+static PyObject *consumer_correct_clocks(ConsumerCore *self, PyObject *shifts) {
+    if (!PyBytes_Check(shifts) || PyBytes_GET_SIZE(shifts) % sizeof(int64_t) != 0) {
+        PyErr_SetString(PyExc_TypeError, "correct_clocks(shifts): bytes of int64");
+        return NULL;
+    }
+    Py_ssize_t count = PyBytes_GET_SIZE(shifts) / (Py_ssize_t)sizeof(int64_t);
+    int64_t *copy = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(int64_t));
+    if (copy == NULL) {
+        return PyErr_NoMemory();
+    }
+    memcpy(copy, PyBytes_AS_STRING(shifts), (size_t)count * sizeof(int64_t));
+    PyMem_Free(self->shifts);
+    self->shifts = copy;
+    self->shift_count = count;
+    Py_RETURN_NONE;
+}
+
+/* take() -> ((index, counts) of endToEnd, of endToEndFromIntended, of endToEndUncorrected,
+ * identities, negative, negative uncorrected) since the last take; all or nothing. */
+static PyObject *consumer_take(ConsumerCore *self, PyObject *unused) {
+    Histogram *histograms[] = {&self->e2e, &self->from_intended, &self->uncorrected};
+    PyObject *taken = histograms_taken(histograms, 6);
+    if (taken == NULL) {
+        return NULL;
+    }
+    PyObject *items[] = {column_copy(&self->identities), PyLong_FromLongLong(self->negative),
+                         PyLong_FromLongLong(self->negative_uncorrected)};
+    for (Py_ssize_t i = 0; i < 3; i++) {
+        if (items[i] == NULL) {
+            for (Py_ssize_t j = 0; j < 3; j++) {
+                Py_XDECREF(items[j]);
+            }
+            Py_DECREF(taken);
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < 3; i++) {
+        PyTuple_SET_ITEM(taken, 3 + i, items[i]);
+        histogram_reset(histograms[i]);
+    }
+    column_reset(&self->identities);
+    self->negative = self->negative_uncorrected = 0;
     return taken;
 }
 
 static PyObject *consumer_received(ConsumerCore *self, void *unused) {
-    return PyLong_FromSsize_t(self->rows.len / 4);
+    return PyLong_FromSsize_t(self->identities.len / 2);
 }
 
 static PyMethodDef consumer_methods[] = {
     {"on_message", (PyCFunction)(void (*)(void))consumer_on_message, METH_FASTCALL,
      "on_message(payload, sent_ns, message_id, intended_ns, partition)."},
+    {"on_prefixed", (PyCFunction)(void (*)(void))consumer_on_prefixed, METH_FASTCALL,
+     "on_prefixed(payload, partition) -> whether the payload carried loadgen's stamp prefix."},
+    {"on_prefixed_many", (PyCFunction)(void (*)(void))consumer_on_prefixed_many, METH_FASTCALL,
+     "on_prefixed_many(payloads, start, partition) -> the index of the first payload without "
+     "the stamp prefix, the ones before it recorded."},
+    {"correct_clocks", (PyCFunction)consumer_correct_clocks, METH_O,
+     "correct_clocks(shifts): ns to subtract per producer number, as bytes of int64."},
     {"take", (PyCFunction)consumer_take, METH_NOARGS,
-     "The delivery rows since the last take, as bytes of int64."},
+     "The end-to-end histograms, identities and negative counts since the last take."},
     {NULL},
 };
 
@@ -407,10 +797,12 @@ static PyMemberDef consumer_members[] = {
 static PyTypeObject ConsumerCoreType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "loadgen._hotpath.ConsumerCore",
-    .tp_doc = "The consumer recorder's delivery rows and its per-message entry point.",
+    .tp_doc = "ConsumerCore(layout): the consumer recorder's histograms and per-delivery entry "
+              "points.",
     .tp_basicsize = sizeof(ConsumerCore),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)consumer_init,
     .tp_dealloc = (destructor)consumer_dealloc,
     .tp_methods = consumer_methods,
     .tp_getset = consumer_getset,
@@ -450,10 +842,15 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     if (module == NULL) {
         return NULL;
     }
-    if (PyModule_AddObjectRef(module, "ProducerCore", (PyObject *)&ProducerCoreType) < 0 ||
-        PyModule_AddObjectRef(module, "ConsumerCore", (PyObject *)&ConsumerCoreType) < 0) {
+    PyObject *unstamped = PyLong_FromLongLong(UNSTAMPED_BELOW);
+    if (unstamped == NULL ||
+        PyModule_AddObjectRef(module, "ProducerCore", (PyObject *)&ProducerCoreType) < 0 ||
+        PyModule_AddObjectRef(module, "ConsumerCore", (PyObject *)&ConsumerCoreType) < 0 ||
+        PyModule_AddObjectRef(module, "UNSTAMPED_BELOW", unstamped) < 0) {
+        Py_XDECREF(unstamped);
         Py_DECREF(module);
         return NULL;
     }
+    Py_DECREF(unstamped);
     return module;
 }

@@ -92,11 +92,6 @@ def _firsts(ordered: np.ndarray) -> np.ndarray:
     return np.concatenate(([True], ordered[1:] != ordered[:-1])) if len(ordered) else ordered > 0
 
 
-def _sorted_unique(ids: np.ndarray) -> np.ndarray:
-    ordered = np.sort(ids)
-    return ordered[_firsts(ordered)]
-
-
 def _partition_counts(partitions: np.ndarray) -> dict[int, int]:
     ordered = np.sort(partitions)
     starts = np.flatnonzero(_firsts(ordered))
@@ -188,10 +183,11 @@ class Ledger:
         self._producer_topics[number] = topic
         self.acked.setdefault(topic, RangeSet())
 
-    def record(self, deliveries: Sequence[np.ndarray], acked: np.ndarray) -> IntervalCounts:
+    def record(self, deliveries: Sequence[np.ndarray], acked_runs: np.ndarray) -> IntervalCounts:
         """Fold one interval in: per consumer (in creation order) its ``(id, partition)`` rows
-        in arrival order, and the ids acknowledged to this worker's producers."""
-        self._record_acks(acked)
+        in arrival order, and the ids acknowledged to this worker's producers as ``(first id,
+        count)`` rows of consecutive ids (:attr:`loadgen.recorder.ProducerSample.acked_runs`)."""
+        self._record_acks(acked_runs)
         by_subscription: dict[tuple[str, str], list[np.ndarray]] = {}
         out_of_order = 0
         for index, rows in enumerate(deliveries):
@@ -212,10 +208,11 @@ class Ledger:
         )
         return IntervalCounts(duplicates, out_of_order)
 
-    def _record_acks(self, acked: np.ndarray) -> None:
+    def _record_acks(self, acked_runs: np.ndarray) -> None:
         """Ranges never span two producers (a producer would need 2**40 messages), so the
         ranges of all acknowledged ids are dealt to topics by the producer in their start."""
-        ranges = RangeSet.of_ids(_sorted_unique(acked))
+        firsts, counts = acked_runs[:, 0], acked_runs[:, 1]
+        ranges = RangeSet().union(RangeSet(firsts, firsts + counts))
         numbers = ranges.starts >> SEQ_BITS
         for number in set(numbers.tolist()):
             topic = self._producer_topics[number]

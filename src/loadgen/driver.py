@@ -12,7 +12,9 @@ per message from the client's own delivery path (no future or coroutine per mess
 The send timestamp is the driver's business: it stamps the wall-clock time (``time.time_ns()``)
 when it hands a message to the client, carries it however its broker allows, and passes it
 back to ``on_message`` on the consumer side, with the message id and intended send time the
-engine gave ``send``. Each driver documents where it carries them.
+engine gave ``send``. Each driver documents where it carries them. A driver whose client takes
+the payload as it is may instead let the producer loop stamp the payload's prefix and call the
+client itself (:class:`PrefixedSend`): compiled, the loop then runs no Python bytecode per message.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from importlib.metadata import entry_points
 from types import MappingProxyType
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -53,6 +56,31 @@ a message that carries none), and the index of the partition it was read from (-
 client cannot tell). The engine's loss, duplicate and reorder accounting and its
 coordinated-omission-corrected end-to-end latency rest on these."""
 
+
+class PrefixedDeliveries(Protocol):
+    """Records deliveries straight from payloads that start with loadgen's stamp
+    (:mod:`loadgen.stamp_prefix`): the engine's recorders, in C one call per delivery or per
+    batch, where a driver would otherwise unpack each stamp and call ``on_message``."""
+
+    def on_prefixed(self, payload: bytes, partition: int) -> bool:
+        """Record ``payload`` if it carries the stamp; False (nothing recorded) if not."""
+        ...
+
+    def on_prefixed_many(self, payloads: list, start: int, partition: int) -> int:
+        """Record ``payloads[start:]`` up to the first without the stamp; return its index
+        (``len(payloads)`` when every one had it)."""
+        ...
+
+
+def prefixed_deliveries(on_message: OnMessage) -> PrefixedDeliveries | None:
+    """The recorder behind ``on_message`` when it reads the stamp prefix itself, else ``None``
+    (a consumer delay wraps the recorder; a test passes its own callback). A driver whose client
+    hands over payload bytes offers each delivery to it first and calls ``on_message`` for the
+    ones it declines (no prefix: a short payload, another carrier, a foreign message)."""
+    recorder = getattr(on_message, "__self__", None)
+    return recorder if hasattr(recorder, "on_prefixed_many") else None
+
+
 STAMP = struct.Struct(">qqq")
 """Send time (epoch ns), message id and intended send time (epoch ns) as 24 big-endian bytes:
 the layout the Kafka, Pulsar and RabbitMQ drivers carry in their ``lg-stamp`` header or
@@ -76,6 +104,8 @@ class TopicSpec:
 
 @runtime_checkable
 class Producer(Protocol):
+    """One client producer on one topic; it may also be a :class:`PrefixedProducer`."""
+
     def send(
         self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
     ) -> None:
@@ -100,6 +130,54 @@ class Producer(Protocol):
         """Wait up to ``timeout_s`` for in-flight messages; return how many are still pending."""
 
     def close(self) -> None: ...
+
+
+class Slot(Enum):
+    """Where :class:`PrefixedSend` puts each message's own arguments."""
+
+    VALUE = "value"
+    KEY = "key"
+    ACK = "ack"
+
+
+VALUE, KEY, ACK = Slot.VALUE, Slot.KEY, Slot.ACK
+
+
+def reraise(error: BaseException, key: bytes | None, value: bytes, on_done: OnDone) -> None:
+    """The default :attr:`PrefixedSend.resend`: a call that raised ends the run."""
+    raise error
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixedSend:
+    """A client call the producer loop makes itself, with a payload it stamped.
+
+    Per message the loop calls ``call(*args)`` with :data:`VALUE` in ``args`` replaced by the
+    payload whose first 32 bytes carry the stamp (:mod:`loadgen.stamp_prefix`), :data:`KEY` by
+    the key (or ``None``) and :data:`ACK` by the message's ``on_done``; the other arguments are
+    passed as they are. ``args`` holds :data:`VALUE` and :data:`KEY` once each and :data:`ACK`
+    at most once: without it, the message is acknowledged when ``call`` returns.
+
+    When ``call`` raises, the loop calls ``resend(error, key, value, on_done)`` for that message,
+    on its own thread, then goes on with the next: ``resend`` sends the message another way
+    (Kafka waits for room in a full queue) and ``on_done`` is then called once, or it raises,
+    which ends the run. Payloads shorter than the prefix, readiness probes and every message of
+    a loop that is not compiled (or runs with ``LOADGEN_PURE_PYTHON=1``) go through ``send``.
+    """
+
+    call: Callable[..., object]
+    args: tuple[object, ...]
+    resend: Callable[[BaseException, bytes | None, bytes, OnDone], None] = reraise
+
+
+@runtime_checkable
+class PrefixedProducer(Protocol):
+    """A producer that takes payloads the producer loop stamped (optional)."""
+
+    def prefixed_send(self) -> PrefixedSend | None:
+        """The call to make per message; ``None``: the loop calls ``send`` as usual. Asked once
+        per producer when the loop starts; the loop sends directly only if every one of its
+        producers answers with a call."""
 
 
 class CallbackAcks:

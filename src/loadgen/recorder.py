@@ -1,31 +1,32 @@
-"""Hot-path latency capture: raw nanosecond values appended to arrays, binned at interval end.
+"""Hot-path latency capture: each message's latencies into HdrHistograms, its id into a column.
 
-Appending an int to an ``array('q')`` costs ~25 ns; ``HdrHistogram.record_value`` costs ~580 ns.
-So the hot path only appends, and :func:`loadgen.hdr.record_ns` bins a whole interval with numpy.
+A recorder hands over, per ``take()``, the interval's histograms (microseconds, OMB's layout,
+:mod:`loadgen.hdr_core`) and what the accounting needs per message: the acknowledged ids, each
+delivery's id and partition. So a snapshot merges a few sparse histograms; it bins nothing.
 
-Two engines record the same values: C (``loadgen._hotpath``, built with the package on Linux
+Two engines record the same numbers: C (``loadgen._hotpath``, built with the package on Linux
 where a C compiler is found: setup.py builds it only where Python's ``perf_counter`` and
-``time`` read the clocks it reads) and pure Python (the fallback, or with
-``LOADGEN_PURE_PYTHON=1``).
-:data:`ProducerRecorder` and :data:`ConsumerRecorder` are the one in use; :data:`ENGINE` says
-which. In C, binding a message's acknowledgement is one small object instead of a
-``functools.partial`` and recording is a few stores instead of a Python method; the memory
-driver's whole send path measured ~40 % less CPU per message (bench/RESULTS.md).
+``time`` read the clocks it reads), which counts each latency into its bucket as it is measured,
+and pure Python (the fallback, or with ``LOADGEN_PURE_PYTHON=1``), which appends raw values to
+arrays (~25 ns an append, against ~580 ns for ``HdrHistogram.record_value``) and bins them at
+``take()`` with numpy, bucket for bucket the same. :data:`ProducerRecorder` and
+:data:`ConsumerRecorder` are the one in use; :data:`ENGINE` says which.
 
-Threading contract: the client's delivery thread (or the producer loop) appends; the stats thread
-calls ``take()``, which swaps in fresh arrays. The swap is safe without a lock because every
-append site evaluates its value into a local first and then runs ``rec.field.append(value)``
-(or ``frombytes``): CPython switches threads only at eval-breaker points, and there is none
-between loading the array and calling its method, so an append lands either in the old array
-(taken) or in the new one (next interval). The C engine records a message inside one C call,
-which no thread switch splits. ``tests/unit/test_recorder.py`` hammers both from several threads.
-Counters that cannot be appended (bytes received, errors) only ever grow, and readers take
-deltas, so no reset races a writer.
+Threading contract: the client's delivery thread (or the producer loop) records; the stats
+thread calls ``take()``. The C engine records a message inside one C call, which no thread
+switch splits. The Python engine swaps in fresh arrays without a lock: every append site
+evaluates its value into a local first and then runs ``rec.field.append(value)`` (or
+``frombytes``), and CPython switches threads only at eval-breaker points, of which there is
+none between loading the array and calling its method, so an append lands either in the old
+array (taken) or in the new one (next interval). ``tests/unit/test_recorder.py`` hammers both
+from several threads. Counters that cannot be appended (bytes received, errors) only ever
+grow, and readers take deltas, so no reset races a writer.
 
 Both engines take the same arguments and fail the same way, recording nothing: every number
-they are given or store is an int64, or the call raises ``TypeError`` (not an integer) or
-``OverflowError`` (out of range) before any column changes; a row is stored whole or not at
-all. ``take()`` allocates what replaces the columns before it changes any of them.
+they are given or compute is an int64, or the call raises ``TypeError`` (not an integer) or
+``OverflowError`` (out of range), and a negative publish latency or delay raises
+``ValueError``, before anything is stored. ``take()`` allocates what replaces the columns
+before it changes any of them.
 """
 
 from __future__ import annotations
@@ -33,10 +34,28 @@ from __future__ import annotations
 import os
 import struct
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from time import perf_counter_ns, time_ns
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from loadgen import hdr
+from loadgen.hdr_core import (
+    END_TO_END,
+    END_TO_END_FROM_INTENDED,
+    END_TO_END_UNCORRECTED,
+    PUBLISH,
+    PUBLISH_DELAY,
+    PUBLISH_FROM_INTENDED,
+    Histogram,
+)
+from loadgen.stamp_prefix import read_prefix
+
+if TYPE_CHECKING:
+    from loadgen.worker.skew import ClockTable
 
 try:
     from loadgen import _hotpath
@@ -44,10 +63,12 @@ except ImportError:  # built without a C compiler: the pure-Python engine
     _hotpath = None
 
 DELIVERY = ("endToEnd", "endToEndFromIntended", "messageId", "partition")
-"""The columns of a consumer's delivery row; both latencies are receive wall clock minus the
-producer's wall clock (send time, intended send time), so a clock correction shifts both."""
+"""The columns of the pure-Python engine's delivery rows; both latencies are receive wall
+clock minus the producer's wall clock (send time, intended send time)."""
 E2E, FROM_INTENDED, MESSAGE_ID, PARTITION = range(len(DELIVERY))
-
+UNSTAMPED_BELOW = -(2**62)
+"""A latency below this belongs to a message without a send time
+(:data:`loadgen.driver.NO_SEND_TIME_NS`): received, in no histogram, and not clock skew."""
 
 Int64s = array | memoryview
 """int64 values: an ``array('q')`` from the pure-Python engine, a ``memoryview`` cast to ``q``
@@ -56,33 +77,53 @@ over the bytes the C engine hands over (no second copy)."""
 
 @dataclass(frozen=True, slots=True)
 class ProducerSample:
-    """What one producer recorder captured since the previous ``take()`` (nanoseconds)."""
+    """What one producer recorder captured since the previous ``take()``."""
 
-    publish: Int64s
-    publish_delay: Int64s
-    publish_from_intended: Int64s
-    acked: Int64s
-    """The message ids the broker acknowledged."""
+    publish: Histogram
+    publish_delay: Histogram
+    publish_from_intended: Histogram
+    acked_runs: Int64s
+    """The message ids the broker acknowledged, in the order it did, as flat ``(first id,
+    count)`` runs of consecutive ids: a few per producer while acknowledgements come in order."""
     errors: int
+
+    @property
+    def acked_count(self) -> int:
+        return int(np.frombuffer(self.acked_runs, dtype=np.int64)[1::2].sum())
+
+    def acked_ids(self) -> np.ndarray:
+        """Every acknowledged id, in the order acknowledged."""
+        firsts, counts = _runs(self.acked_runs)
+        offsets = np.arange(counts.sum(), dtype=np.int64) - np.repeat(
+            np.cumsum(counts) - counts, counts
+        )
+        return np.repeat(firsts, counts) + offsets
 
 
 @dataclass(frozen=True, slots=True)
 class ConsumerSample:
     """What one consumer recorder captured since the previous ``take()``."""
 
-    deliveries: Int64s
-    """Flat :data:`DELIVERY` rows in arrival order."""
+    end_to_end: Histogram
+    from_intended: Histogram
+    uncorrected: Histogram | None
+    """``endToEndUncorrected``, only while the clocks are corrected."""
+    negative: int
+    """Stamped deliveries whose (corrected) end-to-end latency was negative: clock skew."""
+    negative_uncorrected: int
+    identities: Int64s
+    """Flat ``(message id, partition)`` pairs in arrival order."""
     received_bytes: int
 
     @property
     def received(self) -> int:
-        return len(self.deliveries) // len(DELIVERY)
+        return len(self.identities) // 2
 
 
 Ack = Callable[..., None]
-"""One message's acknowledgement, as :meth:`ProducerRecorder.bind` makes it: the ``on_done`` a
-driver calls once, with the error (None when the broker acknowledged; positional or
-``error=``) and its client's own positional arguments."""
+"""One message's acknowledgement, as :meth:`PythonProducerRecorder.bind` makes it: the
+``on_done`` a driver calls once, with the error (None when the broker acknowledged; positional
+or ``error=``) and its client's own positional arguments."""
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -104,12 +145,62 @@ def _not_int64(*values: object) -> TypeError | OverflowError:
     return OverflowError("latency does not fit in 64 bits")
 
 
+def _unrecordable(latencies: dict[str, int]) -> OverflowError | ValueError:
+    """The error the C engine raises for the first of ``latencies`` (by name, in the order it
+    checks them) that is not an int64 (``OverflowError``), or else that is negative."""
+    for value in latencies.values():
+        if not INT64_MIN <= value <= INT64_MAX:
+            return OverflowError("latency does not fit in 64 bits")
+    what, value = next((what, value) for what, value in latencies.items() if value < 0)
+    return ValueError(f"{what} is negative: {value} ns")
+
+
+def _joined(parts: Sequence[array]) -> array:
+    """One array of ``parts`` (one, unless a failed take left some)."""
+    if len(parts) == 1:
+        return parts[0]
+    joined = array("q")
+    for part in parts:
+        joined.extend(part)
+    return joined
+
+
+def _runs(flat: Int64s) -> tuple[np.ndarray, np.ndarray]:
+    """Flat ``(first, count)`` pairs as the two arrays."""
+    pairs = np.frombuffer(flat, dtype=np.int64).reshape(-1, 2)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def runs_of(ids: array) -> array:
+    """``ids`` as flat ``(first id, count)`` runs of consecutive ids, in their order."""
+    values = np.frombuffer(ids, dtype=np.int64)
+    if not len(values):
+        return array("q")
+    starts = np.flatnonzero(np.diff(values) != 1) + 1
+    firsts = values[np.concatenate(([0], starts))]
+    counts = np.diff(np.concatenate(([0], starts, [len(values)])))
+    return array("q", np.column_stack((firsts, counts)).tobytes())
+
+
+def _binned(metric: str, values: array) -> Histogram:
+    return hdr.record_ns(metric, np.frombuffer(values, dtype=np.int64))
+
+
+def _stamped_negatives(latencies: np.ndarray) -> int:
+    return int(np.count_nonzero((latencies < 0) & (latencies > UNSTAMPED_BELOW)))
+
+
+def _nonnegative_binned(metric: str, latencies: np.ndarray) -> Histogram:
+    return hdr.record_ns(metric, latencies[latencies >= 0])
+
+
 class PythonProducerRecorder:
     """Publish latency (ack − send), publish delay (send − intended), ack − intended and the
     ids acknowledged (which tell a lost message from one whose send failed)."""
 
     __slots__ = (
         "_acknowledged",
+        "_carried",
         "_errors_taken",
         "acked",
         "errors",
@@ -125,6 +216,7 @@ class PythonProducerRecorder:
         self.acked = array("q")
         self.errors = 0
         self._errors_taken = 0
+        self._carried: list[tuple[array, array, array, array]] = []
         self._acknowledged = self._acknowledge
 
     def bind(self, message_id: int, intended_ns: int, sent_ns: int) -> Ack:
@@ -134,13 +226,15 @@ class PythonProducerRecorder:
         except struct.error:
             raise _not_int64(message_id, intended_ns, sent_ns) from None
         delay = sent_ns - intended_ns
-        self.publish_delay.append(delay)  # OverflowError, and nothing stored, past 64 bits
+        if not 0 <= delay <= INT64_MAX:
+            raise _unrecordable({"publish delay": delay})
+        self.publish_delay.append(delay)
         return partial(self._acknowledged, message_id, intended_ns, sent_ns)
 
     @property
     def acked_count(self) -> int:
         """Acknowledgements recorded since the last ``take()`` (read by the progress counters)."""
-        return len(self.publish)
+        return len(self.acked) + sum(len(columns[3]) for columns in self._carried)
 
     def on_done(
         self,
@@ -171,8 +265,13 @@ class PythonProducerRecorder:
         now = perf_counter_ns()
         if error is None:
             latency, corrected = now - sent_ns, now - intended_ns
-            if not (INT64_MIN <= latency <= INT64_MAX and INT64_MIN <= corrected <= INT64_MAX):
-                raise OverflowError("latency does not fit in 64 bits")  # stored in no column
+            if not (0 <= latency <= INT64_MAX and 0 <= corrected <= INT64_MAX):
+                raise _unrecordable(  # stored in no column
+                    {
+                        "publish latency": latency,
+                        "publish latency from the intended time": corrected,
+                    }
+                )
             self.publish.append(latency)
             self.publish_from_intended.append(corrected)
             self.acked.append(message_id)
@@ -180,18 +279,25 @@ class PythonProducerRecorder:
             self.errors += 1
 
     def take(self) -> ProducerSample:
-        # everything is allocated before any column is swapped: a failure changes nothing
+        """The interval's histograms, binned from the columns swapped out here. Columns a
+        failed take swapped out are kept and binned by the next one: nothing is lost."""
         fresh = array("q"), array("q"), array("q"), array("q")
-        errors_now = self.errors
-        sample = ProducerSample(
-            self.publish,
-            self.publish_delay,
-            self.publish_from_intended,
-            self.acked,
-            errors_now - self._errors_taken,
+        self._carried.append(
+            (self.publish, self.publish_delay, self.publish_from_intended, self.acked)
         )
         self.publish, self.publish_delay, self.publish_from_intended, self.acked = fresh
-        self._errors_taken = errors_now
+        publish, delay, corrected, acked = (
+            _joined(columns) for columns in zip(*self._carried, strict=True)
+        )
+        errors_now = self.errors
+        sample = ProducerSample(
+            _binned(PUBLISH, publish),
+            _binned(PUBLISH_DELAY, delay),
+            _binned(PUBLISH_FROM_INTENDED, corrected),
+            runs_of(acked),
+            errors_now - self._errors_taken,
+        )
+        self._carried, self._errors_taken = [], errors_now
         return sample
 
 
@@ -201,17 +307,18 @@ class PythonConsumerRecorder:
 
     The four go in packed as one row of bytes, with one ``frombytes``, which runs no bytecode
     and so cannot be split by ``take()``: a delivery's latency and its id always land in the same
-    interval, in the same row, which the per-message clock correction
-    (:mod:`loadgen.worker.skew`) relies on. Packing checks every value first, so a value that is
-    not an int64 stores no part of its row.
+    interval, in the same row, which the per-message clock correction relies on. Packing checks
+    every value first, so a value that is not an int64 stores no part of its row.
     """
 
-    __slots__ = ("_bytes_taken", "bytes_total", "deliveries")
+    __slots__ = ("_bytes_taken", "_carried", "_clocks", "bytes_total", "deliveries")
 
     def __init__(self) -> None:
         self.deliveries = array("q")
         self.bytes_total = 0
         self._bytes_taken = 0
+        self._carried: list[array] = []
+        self._clocks: ClockTable | None = None
 
     def on_message(
         self, payload: bytes, sent_ns: int, message_id: int, intended_ns: int, partition: int
@@ -227,18 +334,57 @@ class PythonConsumerRecorder:
         self.deliveries.frombytes(row)
         self.bytes_total += size
 
+    def on_prefixed(self, payload: bytes, partition: int) -> bool:
+        """A delivery whose payload starts with loadgen's stamp; False, recording nothing, when
+        it does not (:func:`loadgen.driver.prefix_reader`)."""
+        stamp = read_prefix(payload) if isinstance(payload, bytes) else None
+        if stamp is None:
+            return False
+        self.on_message(payload, *stamp, partition)
+        return True
+
+    def on_prefixed_many(self, payloads: list, start: int, partition: int) -> int:
+        """``payloads[start:]`` recorded as :meth:`on_prefixed` does, up to the first without
+        the stamp; its index (``len(payloads)`` when every one had it)."""
+        index = max(start, 0)
+        while index < len(payloads) and self.on_prefixed(payloads[index], partition):
+            index += 1
+        return index
+
+    def correct_clocks(self, table: ClockTable) -> None:
+        """Correct the latencies taken from now on by ``table``'s offsets, and record the
+        uncorrected end-to-end latency too."""
+        self._clocks = table
+
     @property
     def received(self) -> int:
         """Deliveries recorded since the last ``take()`` (read by the progress counters)."""
-        return len(self.deliveries) // len(DELIVERY)
+        return (len(self.deliveries) + sum(map(len, self._carried))) // len(DELIVERY)
 
     def take(self) -> ConsumerSample:
-        # everything is allocated before the column is swapped: a failure changes nothing
+        """The interval's histograms and identities, from the rows swapped out here. Rows a
+        failed take swapped out are kept and taken by the next one: nothing is lost."""
         fresh = array("q")
-        total = self.bytes_total
-        sample = ConsumerSample(self.deliveries, total - self._bytes_taken)
+        self._carried.append(self.deliveries)  # what is appended until the swap is in it too
         self.deliveries = fresh
-        self._bytes_taken = total
+        rows = np.frombuffer(_joined(self._carried), dtype=np.int64).reshape(-1, len(DELIVERY))
+        raw, raw_from_intended = rows[:, E2E], rows[:, FROM_INTENDED]
+        e2e, from_intended, uncorrected = raw, raw_from_intended, None
+        if self._clocks is not None:
+            shifts = self._clocks.shifts(rows[:, MESSAGE_ID])
+            e2e, from_intended = raw - shifts, raw_from_intended - shifts
+            uncorrected = _nonnegative_binned(END_TO_END_UNCORRECTED, raw)
+        total = self.bytes_total
+        sample = ConsumerSample(
+            _nonnegative_binned(END_TO_END, e2e),
+            _nonnegative_binned(END_TO_END_FROM_INTENDED, from_intended),
+            uncorrected,
+            _stamped_negatives(e2e),
+            _stamped_negatives(raw) if self._clocks is not None else 0,
+            array("q", rows[:, MESSAGE_ID:].tobytes()),
+            total - self._bytes_taken,
+        )
+        self._carried, self._bytes_taken = [], total
         return sample
 
 
@@ -247,12 +393,31 @@ def _int64s(taken: bytes) -> memoryview:
     return memoryview(taken).cast("q")
 
 
+def _histogram(metric: str, taken: tuple[bytes, bytes]) -> Histogram:
+    """A C histogram's non-empty buckets as a sparse :class:`Histogram`."""
+    index, counts = taken
+    return Histogram(metric, np.frombuffer(index, np.int64), np.frombuffer(counts, np.int64))
+
+
+def core_layout(metric: str) -> tuple[int, int, int, int, int, int]:
+    """``metric``'s bucket layout as the C cores take it."""
+    layout = hdr.layout(metric)
+    return (
+        layout.highest,
+        layout.unit_magnitude,
+        layout.sub_bucket_half_count_magnitude,
+        layout.sub_bucket_half_count,
+        layout.sub_bucket_mask,
+        layout.counts_len,
+    )
+
+
 class CompiledProducerRecorder:
     """:class:`PythonProducerRecorder`'s interface on the C engine."""
 
     def __init__(self) -> None:
         assert _hotpath is not None, "loadgen._hotpath is not built"
-        self._core = core = _hotpath.ProducerCore()
+        self._core = core = _hotpath.ProducerCore(core_layout(PUBLISH))
         self.bind: Callable[[int, int, int], Ack] = core.bind
         self.on_done: Callable[..., None] = core.on_done
         self._errors_taken = 0
@@ -266,12 +431,12 @@ class CompiledProducerRecorder:
         return self._core.acked_count
 
     def take(self) -> ProducerSample:
-        publish, delay, corrected, acked = self._core.take()  # all four columns, or an error
+        publish, delay, corrected, acked = self._core.take()  # all of it, or an error
         errors_now = self._core.errors
         sample = ProducerSample(
-            _int64s(publish),
-            _int64s(delay),
-            _int64s(corrected),
+            _histogram(PUBLISH, publish),
+            _histogram(PUBLISH_DELAY, delay),
+            _histogram(PUBLISH_FROM_INTENDED, corrected),
             _int64s(acked),
             errors_now - self._errors_taken,
         )
@@ -284,9 +449,18 @@ class CompiledConsumerRecorder:
 
     def __init__(self) -> None:
         assert _hotpath is not None, "loadgen._hotpath is not built"
-        self._core = core = _hotpath.ConsumerCore()
+        self._core = core = _hotpath.ConsumerCore(core_layout(END_TO_END))
         self.on_message: Callable[[bytes, int, int, int, int], None] = core.on_message
+        self.on_prefixed: Callable[[bytes, int], bool] = core.on_prefixed
+        self.on_prefixed_many: Callable[[list, int, int], int] = core.on_prefixed_many
         self._bytes_taken = 0
+        self._corrected = False
+
+    def correct_clocks(self, table: ClockTable) -> None:
+        """Correct the latencies of deliveries from now on by ``table``'s offsets, and record
+        the uncorrected end-to-end latency too."""
+        self._core.correct_clocks(table.shift_by_producer().tobytes())
+        self._corrected = True
 
     @property
     def bytes_total(self) -> int:
@@ -297,14 +471,25 @@ class CompiledConsumerRecorder:
         return self._core.received
 
     def take(self) -> ConsumerSample:
-        deliveries = _int64s(self._core.take())
+        e2e, from_intended, uncorrected, identities, negative, negative_raw = self._core.take()
         total = self._core.bytes_total
-        sample = ConsumerSample(deliveries, total - self._bytes_taken)
+        sample = ConsumerSample(
+            _histogram(END_TO_END, e2e),
+            _histogram(END_TO_END_FROM_INTENDED, from_intended),
+            _histogram(END_TO_END_UNCORRECTED, uncorrected) if self._corrected else None,
+            negative,
+            negative_raw,
+            _int64s(identities),
+            total - self._bytes_taken,
+        )
         self._bytes_taken = total
         return sample
 
 
-COMPILED = _hotpath is not None and os.environ.get("LOADGEN_PURE_PYTHON", "") in ("", "0")
+PURE_PYTHON_ENV = "LOADGEN_PURE_PYTHON"
+"""Set (to anything but ``0``), the process records in pure Python though C is built."""
+PURE_PYTHON = os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
+COMPILED = _hotpath is not None and not PURE_PYTHON
 ENGINE = "c" if COMPILED else "python"
 """Which engine records: ``c``, or ``python`` (no compiled module, or ``LOADGEN_PURE_PYTHON``)."""
 ProducerRecorder: type[PythonProducerRecorder] | type[CompiledProducerRecorder] = (

@@ -1,5 +1,6 @@
 """`loadgen worker` and `loadgen run --workers/--processes` as users run them: real processes."""
 
+import importlib.util
 import json
 import os
 import signal
@@ -189,6 +190,29 @@ def test_processes_split_topics_and_the_result_adds_up(two_topics, tmp_path):
     assert result["totalMessagesReceived"] == sum(t["received"] for t in per_worker)
     assert result["totalMessagesReceived"] == result["totalMessagesSent"]
     assert run["e2eClockSkewBoundMs"] == 0.0  # each topic's producer and consumer share a worker
+
+
+def test_the_result_lists_each_workers_own_recorder_engine(two_topics, tmp_path):
+    """One worker records in pure Python (``LOADGEN_PURE_PYTHON=1``), the other with the engine
+    this install built: ``run.recorderEngines`` names each, whatever the coordinator runs."""
+    built = "c" if importlib.util.find_spec("loadgen._hotpath") else "python"
+    processes = [
+        start_worker_process(TOKEN, extra_env={"LOADGEN_PURE_PYTHON": pure}) for pure in ("1", "0")
+    ]
+    try:
+        deadline = time.monotonic() + 30
+        urls = [announced_url(process, deadline, "test worker") for process in processes]
+        done = loadgen(
+            "run", "-d", MEMORY, two_topics, "--workers", ",".join(urls), "--token", TOKEN,
+            "--duration", "1s", "--stats-interval", "1s", "--quiet", "--no-report",
+            "-o", tmp_path, cwd=tmp_path, env=os.environ | {"LOADGEN_PURE_PYTHON": "1"},
+        )  # fmt: skip
+    finally:
+        stop_worker_processes(processes)
+    assert done.returncode == 0, done.stderr
+    [result] = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    assert result["run"]["recorderEngine"] == "python"  # the coordinator's own
+    assert result["run"]["recorderEngines"] == {urls[0]: "python", urls[1]: built}
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable CPUs")

@@ -1,4 +1,5 @@
-"""The image as users run it: a worker container carrying a coordinator's run, and every client.
+"""The image as users run it: a worker container carrying a coordinator's run, recording with the
+compiled engine its build stage built (no compiler in the image itself), and every client.
 
 Excluded from the default ``pytest`` run (marker ``image``); .ci/run runs it as its own step:
 ``python -m pytest -m image tests/image``.
@@ -69,6 +70,7 @@ def test_a_worker_container_carries_a_coordinators_run(worker, kafka_broker, tmp
     result = json.loads(path.read_text())
 
     assert result["run"]["workers"] == [url]
+    assert result["run"]["recorderEngines"] == {url: "c"}  # the worker's own: loadgen._hotpath
     totals = result["run"]["workerTotals"][url]
     sent, rate = result["totalMessagesSent"], load_yaml(WORKLOAD)["producerRate"]
     assert 0.95 * rate * SECONDS <= sent <= (SECONDS + 1) * rate  # open loop: the schedule's count
@@ -80,6 +82,18 @@ def test_a_worker_container_carries_a_coordinators_run(worker, kafka_broker, tmp
         0,
     )
     assert token not in done.stdout + done.stderr + path.read_text()
+
+
+def test_the_image_carries_the_compiled_recorders_but_no_compiler(podman, image):
+    """The build stage compiled ``loadgen._hotpath``; the runtime stage is the base as it was."""
+    script = (
+        "python -c 'import loadgen._hotpath' && echo imported;"
+        " for tool in gcc cc c99 x86_64-linux-gnu-gcc; do command -v $tool; done; true"
+    )
+    done = podman.run("run", "--rm", "--entrypoint", "sh", image, "-c", script)
+    assert done.returncode == 0, done.stderr
+    # a compiler found would print its path after "imported"
+    assert done.stdout.split() == ["imported"], done.stdout + done.stderr
 
 
 def test_the_image_carries_every_drivers_client(podman, image):

@@ -1,9 +1,11 @@
 """Synchronous publishing (``producerMaxInFlight: 1``) on tansu, pulsar-lite and RabbitMQ.
 
-A spy around the real driver's ``send`` counts the messages handed to the client and not yet
-acknowledged, per producer, at the client boundary; the window must hold there.
+A spy around the real driver's ``send``, and around the client call its ``prefixed_send`` hands
+the loop (Kafka), counts the messages handed to the client and not yet acknowledged, per
+producer, at the client boundary; the window must hold there.
 """
 
+import dataclasses
 import threading
 
 import pytest
@@ -12,6 +14,7 @@ import loadgen
 from drivers.kafka import driver as kafka_driver
 from drivers.pulsar import producer as pulsar_producer
 from drivers.rabbitmq import producer as rabbitmq_producer
+from loadgen.driver import ACK
 from loadgen.spec.driver_spec import DriverSpec
 
 pytestmark = pytest.mark.integration
@@ -39,25 +42,50 @@ class InFlight:
         self.peak = 0
         self.sends = 0
 
+    def counted(self, producer, on_done):
+        """Count one more message of ``producer`` in flight until ``on_done`` is called."""
+        with self.lock:
+            count = self.now.get(id(producer), 0) + 1
+            self.now[id(producer)] = count
+            self.peak = max(self.peak, count)
+            self.sends += 1
+
+        def done(*result):
+            with self.lock:  # before the engine hears of it: it may send the next at once
+                self.now[id(producer)] -= 1
+            on_done(*result)
+
+        return done
+
     def install(self, patch, producer_class):
         original = producer_class.send
         spy = self
 
         def send(producer, key, payload, on_done, message_id, intended_ns):
-            with spy.lock:
-                count = spy.now.get(id(producer), 0) + 1
-                spy.now[id(producer)] = count
-                spy.peak = max(spy.peak, count)
-                spy.sends += 1
-
-            def done(*result):
-                with spy.lock:  # before the engine hears of it: it may send the next at once
-                    spy.now[id(producer)] -= 1
-                on_done(*result)
-
+            done = spy.counted(producer, on_done)
             original(producer, key, payload, done, message_id, intended_ns)
 
         patch.setattr(producer_class, "send", send)
+        if hasattr(producer_class, "prefixed_send"):
+            patch.setattr(producer_class, "prefixed_send", self.spied(producer_class))
+
+    def spied(self, producer_class):
+        """``prefixed_send`` whose call counts each message it hands the client."""
+        original = producer_class.prefixed_send
+        spy = self
+
+        def prefixed_send(producer):
+            direct = original(producer)
+            at = direct.args.index(ACK)
+
+            def call(*args):
+                args = list(args)
+                args[at] = spy.counted(producer, args[at])
+                direct.call(*args)
+
+            return dataclasses.replace(direct, call=call)
+
+        return prefixed_send
 
 
 def synchronous_run(spec, producer_class, monkeypatch, workload=WORKLOAD):

@@ -10,6 +10,7 @@ import pytest
 from loadgen import hdr
 from loadgen import recorder as recorders
 from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
+from loadgen.worker import burst as bursts
 
 JAR = Path("/usr/share/java/hdrhistogram.jar")
 JAVA_SOURCE = Path(__file__).resolve().parents[1] / "java" / "HdrCheck.java"
@@ -125,4 +126,12 @@ def producer_recorder(request) -> type:
 )
 def consumer_recorder(request) -> type:
     """A consumer recorder class, once per engine."""
+    return request.param
+
+
+@pytest.fixture(params=["python", "c"] if bursts._burst is not None else ["python"])
+def burst_engine(request, monkeypatch) -> str:
+    """The producer loop's burst, once per engine: ``c`` (``loadgen._burst``, where it was built)
+    or ``python`` (each message through the producer's ``send``)."""
+    monkeypatch.setattr(bursts, "COMPILED", request.param == "c")
     return request.param

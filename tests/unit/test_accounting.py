@@ -1,17 +1,24 @@
 """Loss, duplicate and reorder accounting over message ids: exact counts, bounded memory."""
 
 import json
+from array import array
 
 import numpy as np
 
 from loadgen.accounting import Ledger, OrderTracker, RangeSet, account, message_id_base
 from loadgen.driver import NO_MESSAGE_ID
+from loadgen.recorder import runs_of
 
 P0, P1 = message_id_base(0), message_id_base(1)
 
 
 def ids(*values):
     return np.array(values, dtype=np.int64)
+
+
+def acked(*values):
+    """Acknowledged ids as the recorders hand them over: ``(first id, count)`` runs."""
+    return np.frombuffer(runs_of(array("q", values)), dtype=np.int64).reshape(-1, 2)
 
 
 def rows(id_values, partition=0):
@@ -48,10 +55,10 @@ def test_duplicates_count_across_consumers_and_intervals_of_one_subscription_onl
     ledger.add_consumer("t", "b")
     first = ledger.record(
         [rows([P0, P0 + 1]), rows([P0 + 1, P0 + 2], 1), rows([P0, P0 + 1, P0 + 2])],
-        ids(P0, P0 + 1, P0 + 2, P0 + 3),
+        acked(P0, P0 + 1, P0 + 2, P0 + 3),
     )
     assert first.duplicates == 1  # P0+1 reached both consumers of a; b got each once
-    second = ledger.record([rows([P0 + 2, P0 + 2]), rows([]), rows([P0 + 3])], ids())
+    second = ledger.record([rows([P0 + 2, P0 + 2]), rows([]), rows([P0 + 3])], acked())
     assert second.duplicates == 2
     result = account([ledger.to_json()], drained=True)
     by_name = {row["subscription"]: row for row in result.subscriptions}
@@ -71,7 +78,7 @@ def test_a_failed_send_is_not_lost_and_a_topic_counts_only_its_own_producers():
     ledger.add_producer(1, "u")
     ledger.add_consumer("t", "s")
     # P0+1 was never acknowledged (its send failed): not lost; u's messages are not t's
-    ledger.record([rows([P0, P0 + 2])], ids(P0, P0 + 2, P1, P1 + 1))
+    ledger.record([rows([P0, P0 + 2])], acked(P0, P0 + 2, P1, P1 + 1))
     result = account([ledger.to_json()], drained=True)
     assert (result.lost, result.duplicates) == (0, 0)
     assert result.subscriptions[0]["partitions"] == {}
@@ -81,12 +88,12 @@ def test_a_failed_send_is_not_lost_and_a_topic_counts_only_its_own_producers():
 def test_ranges_of_two_workers_are_unioned_for_duplicates_and_loss():
     producer, consumer = Ledger(), Ledger()
     producer.add_producer(0, "t")
-    producer.record([], ids(*range(P0, P0 + 10)))
+    producer.record([], acked(*range(P0, P0 + 10)))
     halves = [Ledger(), Ledger()]
     for ledger in halves:
         ledger.add_consumer("t", "s")
-    halves[0].record([rows(range(P0, P0 + 6))], ids())
-    halves[1].record([rows(range(P0 + 4, P0 + 9))], ids())
+    halves[0].record([rows(range(P0, P0 + 6))], acked())
+    halves[1].record([rows(range(P0 + 4, P0 + 9))], acked())
     parts = [producer.to_json(), consumer.to_json(), *(h.to_json() for h in halves)]
     result = account(json.loads(json.dumps(parts)), drained=True)
     assert (result.duplicates, result.lost) == (2, 1)  # P0+4, P0+5 twice; P0+9 never
@@ -96,13 +103,13 @@ def test_no_account_without_ids_and_no_loss_without_a_drain():
     ledger = Ledger()
     ledger.add_producer(0, "t")
     ledger.add_consumer("t", "s")
-    ledger.record([rows([P0])], ids(P0, P0 + 1))
+    ledger.record([rows([P0])], acked(P0, P0 + 1))
     assert account([ledger.to_json()], drained=False).lost is None
-    ledger.record([rows([NO_MESSAGE_ID])], ids())
+    ledger.record([rows([NO_MESSAGE_ID])], acked())
     assert account([ledger.to_json()], drained=True) is None
     reader = Ledger()  # a consumer-only run: what it reads was sent by others
     reader.add_consumer("t", "s")
-    reader.record([rows([P0])], ids())
+    reader.record([rows([P0])], acked())
     assert account([reader.to_json()], drained=True) is None
 
 
@@ -114,7 +121,7 @@ def test_in_order_delivery_keeps_one_range_per_producer_however_many_messages():
     for start in range(0, 1_000_000, 100_000):
         both = np.concatenate([np.arange(start, start + 100_000) + base for base in (P0, P1)])
         deliveries = np.column_stack((both, both % 4))
-        counts = ledger.record([deliveries], both)
+        counts = ledger.record([deliveries], acked(*both.tolist()))
         assert (counts.duplicates, counts.out_of_order) == (0, 0)
     document = ledger.to_json()
     assert document["subscriptions"][0]["received"] == [P0, P0 + 1_000_000, P1, P1 + 1_000_000]
@@ -126,14 +133,14 @@ def test_what_the_broker_still_holds_is_unread_not_lost():
     def worker(received, unread):
         ledger = Ledger()
         ledger.add_consumer("t", "s")
-        ledger.record([rows(received)], ids())
+        ledger.record([rows(received)], acked())
         part = ledger.to_json()
         part["subscriptions"][0]["unread"] = unread
         return part
 
     producer = Ledger()
     producer.add_producer(0, "t")
-    producer.record([], ids(*range(P0, P0 + 10)))
+    producer.record([], acked(*range(P0, P0 + 10)))
     # two workers count the same queue "q" (once) and partitions of their own; 7 are missing
     parts = [
         producer.to_json(),

@@ -13,7 +13,12 @@ from click.testing import CliRunner
 
 from loadgen.cli import cli
 from loadgen.cli_env import variable_for
-from loadgen.cluster.spawn import announced_url, start_worker_process, stop_worker_processes
+from loadgen.cluster.spawn import (
+    announced_url,
+    start_worker_process,
+    stop_worker_processes,
+    worker_environment,
+)
 from loadgen.errors import ConfigError, exit_code_for
 from loadgen.hooks import hook_env
 
@@ -168,3 +173,14 @@ def test_a_worker_the_run_starts_ignores_the_coordinators_variables(monkeypatch)
         finally:
             stop_worker_processes([process])
     assert os.environ["LOADGEN_METRICS_PORT"]  # still set for the coordinator itself
+
+
+def test_a_worker_the_run_starts_records_with_the_engine_its_coordinator_was_told_to():
+    parent = {"LOADGEN_PURE_PYTHON": "1", "LOADGEN_METRICS_PORT": "9100", "PATH": "/bin"}
+    env = worker_environment(parent, "a-token", {"TZ": "UTC"})
+    assert env == {
+        "LOADGEN_PURE_PYTHON": "1",
+        "PATH": "/bin",
+        "TZ": "UTC",
+        "LOADGEN_TOKEN": "a-token",
+    }

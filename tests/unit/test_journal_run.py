@@ -32,6 +32,7 @@ RUN_AT_THE_END = {
     "topics": "the topics' names, in the outcome only",
     "workers": "where it ran, as the worker tells the outcome",
     "clockOffsetsMs": "the workers' clocks, as the worker tells the outcome",
+    "recorderEngines": "the workers' recorder engines, as the worker tells the outcome",
 }
 """The same for the ``run`` block."""
 

@@ -4,9 +4,10 @@ import time
 import pytest
 
 from drivers.memory import Driver
-from loadgen.driver import NO_MESSAGE_ID, TopicSpec
+from loadgen.driver import KEY, NO_MESSAGE_ID, VALUE, TopicSpec
 from loadgen.errors import ConfigError, DriverError
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stamp_prefix import PREFIX_MARK, pack_prefixed, read_prefix
 
 
 def wait_for(condition, timeout=5.0):
@@ -169,3 +170,41 @@ def test_fault_settings_are_checked():
             DriverSpec(name="m", kind="memory", config={"swapEvery": 1}, source="m.yaml")
         )
     assert "swapEvery" in str(caught.value) and "m.yaml" in str(caught.value)
+
+
+def stamped(message_id, intended_ns, size=64):
+    return pack_prefixed(PREFIX_MARK, time.time_ns(), message_id, intended_ns) + b"t" * (size - 32)
+
+
+def test_a_payload_the_loop_stamped_is_stored_as_it_is_and_read_from_its_prefix(driver):
+    inbox = Inbox()
+    consumer = driver.create_consumer("t", "s", inbox)
+    producer = driver.create_producer("t")
+    send = producer.prefixed_send()
+    assert send.args == (VALUE, KEY)  # no ACK: acknowledged when the store returns
+    values = [stamped(i, 1000 + i) for i in range(100)]
+    for i, value in enumerate(values):
+        send.call(value, None if i % 2 else b"k%d" % i)
+    producer.send(None, b"short", lambda *_: None, 100, 1100)  # beside it: send's entries
+    producer.send(None, b"probe", lambda *_: None, NO_MESSAGE_ID, 0)
+    wait_for(lambda: len(inbox.messages) == 102)
+    consumer.close()
+    assert sorted(m for m, _, _ in inbox.deliveries) == [NO_MESSAGE_ID, *range(101)]
+    assert sorted(t for m, t, _ in inbox.deliveries if m != NO_MESSAGE_ID) == [
+        1000 + i for i in range(101)
+    ]
+    by_payload = dict(inbox.messages)
+    for value in values:
+        assert by_payload[value] == read_prefix(value)[0]  # the payload as sent, its send time
+
+
+def test_a_topic_without_subscriptions_keeps_no_stamped_payload(driver):
+    producer = driver.create_producer("t")
+    for i in range(10):
+        producer.prefixed_send().call(stamped(i, 0), None)
+    assert all(partition == [] for partition in driver._topics["t"].partitions)
+
+
+def test_a_broker_set_to_misbehave_takes_every_message_through_send():
+    assert faulty(dropEvery=3).create_producer("t").prefixed_send() is None
+    assert faulty(stallMs=1, stallAfter=5).create_producer("t").prefixed_send() is None

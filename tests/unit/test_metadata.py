@@ -62,6 +62,7 @@ def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):
     assert run["loadgenVersion"] == loadgen.__version__
     compiled = recorder.ProducerRecorder is recorder.CompiledProducerRecorder
     assert run["recorderEngine"] == ("c" if compiled else "python")
+    assert run["recorderEngines"] == {"local": run["recorderEngine"]}  # its one worker
 
 
 def test_properties_lines_with_a_colon_and_in_memory_keys_are_redacted():

@@ -6,13 +6,19 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from drivers.memory import Driver
+from loadgen import hdr
 from loadgen import recorder as recorders
+from loadgen.driver import prefixed_deliveries
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stamp_prefix import PREFIX_BYTES, PREFIX_MARK, pack_prefixed
+from loadgen.worker.consumer_delay import delayed
 from loadgen.worker.local import LocalWorker
 
 PYTHON_READS_THE_C_CLOCKS = (
@@ -20,6 +26,12 @@ PYTHON_READS_THE_C_CLOCKS = (
     and time.get_clock_info("time").implementation == "clock_gettime(CLOCK_REALTIME)"
 )
 """setup.py's condition for building the C engine: Python reads the clocks it reads."""
+
+
+def values_us(histogram) -> list[int]:
+    """Every value a histogram counted, in µs (below 262 ms each counts index is its value)."""
+    assert histogram.index.max(initial=0) < 2 * hdr.layout(histogram.metric).sub_bucket_half_count
+    return np.repeat(histogram.index, histogram.counts).tolist()
 
 
 def test_the_c_engine_is_built_where_a_c_compiler_is():
@@ -57,13 +69,15 @@ def test_bind_records_the_publish_delay_and_its_ack_the_rest(producer_recorder):
     assert recorder.acked_count == 0
     first(None, "the client's own argument")
     second(RuntimeError("nack"))
-    after = time.perf_counter_ns()
+    after_us = (time.perf_counter_ns() - now) // 1000
     assert recorder.acked_count == 1
     sample = recorder.take()
-    assert list(sample.publish_delay) == [4_000_000, 2_000]  # one per message sent
-    assert 1_000_000 <= sample.publish[0] <= after - now + 1_000_000
-    assert 5_000_000 <= sample.publish_from_intended[0] <= after - now + 5_000_000
-    assert list(sample.acked) == [7]
+    assert values_us(sample.publish_delay) == [2, 4_000]  # one per message sent
+    [publish] = values_us(sample.publish)
+    assert 1_000 <= publish <= after_us + 1_000
+    [from_intended] = values_us(sample.publish_from_intended)
+    assert 5_000 <= from_intended <= after_us + 5_000
+    assert sample.acked_ids().tolist() == [7]
     assert sample.errors == 1
     assert recorder.take().errors == 0
 
@@ -74,9 +88,11 @@ def test_producer_recorder_measures_from_send_and_from_intended_time(producer_re
     recorder.on_done(7, now - 5_000_000, now - 1_000_000, None, "client extra arg")
     recorder.on_done(8, now, now, RuntimeError("nack"))
     sample = recorder.take()
-    assert len(sample.publish) == 1 and sample.publish[0] >= 1_000_000
-    assert sample.publish_from_intended[0] >= 5_000_000
-    assert list(sample.acked) == [7]  # the failed send is an error, not an acknowledged id
+    [publish] = values_us(sample.publish)
+    assert publish >= 1_000
+    [from_intended] = values_us(sample.publish_from_intended)
+    assert from_intended >= 5_000
+    assert sample.acked_ids().tolist() == [7]  # the failed send is an error, not an acknowledged id
     assert sample.errors == 1
     assert recorder.take().errors == 0  # errors are reported once
 
@@ -87,9 +103,11 @@ def test_consumer_recorder_counts_bytes_once_per_take(consumer_recorder):
     recorder.on_message(b"x" * 100, now - 2_000_000, 42, now - 5_000_000, 3)
     first = recorder.take()
     assert first.received_bytes == 100 and first.received == 1
-    e2e, from_intended, message_id, partition = first.deliveries
-    assert e2e >= 2_000_000 and from_intended >= 5_000_000
-    assert (message_id, partition) == (42, 3)
+    [e2e] = values_us(first.end_to_end)
+    [from_intended] = values_us(first.from_intended)
+    assert e2e >= 2_000 and from_intended >= 5_000
+    assert list(first.identities) == [42, 3]
+    assert first.uncorrected is None and first.negative == 0
     assert recorder.take().received_bytes == 0
 
 
@@ -120,22 +138,22 @@ def test_take_while_writers_append_loses_and_duplicates_nothing(consumer_recorde
     recorder = consumer_recorder()
     per_writer, writers = 200_000, 3
 
-    def write(_writer):
+    def write(writer):
         for i in range(per_writer):
-            recorder.on_message(b"p", -i, i, 0, i % 7)  # a latency that names its id
+            message_id = writer * per_writer + i
+            recorder.on_message(b"p", 0, message_id, 0, message_id % 7)
 
     taken = taken_while_writing(recorder.take, write, writers)
     assert sum(sample.received for sample in taken) == per_writer * writers
     assert len([s for s in taken if s.received]) > 1  # the reader really swapped mid-stream
-    rows = [list(s.deliveries) for s in taken]
-    assert all(len(r) % 4 == 0 for r in rows)  # no delivery split over two takes
-    ids = [i for r in rows for i in r[2::4]]
-    assert len(ids) == per_writer * writers
-    # every row's latency and partition belong to its id (the clock correction needs that)
-    sent_at = [now - e2e for r in rows for now, e2e in zip(r[1::4], r[0::4], strict=True)]
-    partitions = [p for r in rows for p in r[3::4]]
+    for sample in taken:  # a delivery's counts and its id land in the same take
+        assert sample.end_to_end.total == sample.from_intended.total == sample.received
+    pairs = [list(s.identities) for s in taken]
+    assert all(len(p) % 2 == 0 for p in pairs)  # no id split from its partition
+    ids = [i for p in pairs for i in p[0::2]]
+    assert sorted(ids) == list(range(per_writer * writers))
+    partitions = [partition for p in pairs for partition in p[1::2]]
     assert all(p == i % 7 for i, p in zip(ids, partitions, strict=True))
-    assert all(s == -i for i, s in zip(ids, sent_at, strict=True))
 
 
 def test_acks_from_several_threads_while_taking_lose_and_split_nothing(producer_recorder):
@@ -148,18 +166,16 @@ def test_acks_from_several_threads_while_taking_lose_and_split_nothing(producer_
             recorder.bind(message_id, -message_id, 0)(None)  # ack - intended names the id
 
     taken = taken_while_writing(recorder.take, write, writers)
-    assert len([s for s in taken if len(s.acked)]) > 1  # the reader really took mid-stream
-    acked = [i for s in taken for i in s.acked]
+    assert len([s for s in taken if s.acked_count]) > 1  # the reader really took mid-stream
+    acked = [i for s in taken for i in s.acked_ids().tolist()]
     assert sorted(acked) == list(range(per_writer * writers))
-    assert sum(len(s.publish_delay) for s in taken) == per_writer * writers
-    assert sum(len(s.publish) for s in taken) == per_writer * writers
+    assert sum(s.publish_delay.total for s in taken) == per_writer * writers
+    assert sum(s.publish.total for s in taken) == per_writer * writers
     if producer_recorder is recorders.CompiledProducerRecorder:
-        # in C an ack's three values land in the same take, in the same place (in Python each
-        # append is whole, but a take may fall between them: counts stay exact over takes)
+        # in C an ack's values land in the same take (in Python each append is whole, but a
+        # take may fall between them: counts stay exact over takes)
         for sample in taken:
-            assert len(sample.publish) == len(sample.publish_from_intended) == len(sample.acked)
-            pairs = zip(sample.publish_from_intended, sample.publish, strict=True)
-            assert [c - p for c, p in pairs] == list(sample.acked)
+            assert sample.publish.total == sample.publish_from_intended.total == sample.acked_count
 
 
 NACK = RuntimeError("nack")
@@ -184,8 +200,8 @@ ACK_CALLS = [
 
 def recorded(sample) -> tuple[list[int], int]:
     """A producer sample's acknowledged ids and error count."""
-    assert len(sample.publish) == len(sample.publish_from_intended) == len(sample.acked)
-    return list(sample.acked), sample.errors
+    assert sample.publish.total == sample.publish_from_intended.total == sample.acked_count
+    return sample.acked_ids().tolist(), sample.errors
 
 
 @pytest.mark.parametrize(("args", "kwargs", "outcome"), ACK_CALLS)
@@ -202,7 +218,7 @@ def test_an_ack_takes_its_arguments_as_on_done_does_in_both_engines(
     expected = {"acked": ([7], 0), "error": ([], 1)}.get(outcome, ([], 0))
     sample = recorder.take()
     assert recorded(sample) == expected
-    assert len(sample.publish_delay) == 1  # bound once, whatever the ack did
+    assert sample.publish_delay.total == 1  # bound once, whatever the ack did
 
 
 ON_DONE_CALLS = [
@@ -249,6 +265,11 @@ PRODUCER_MISFITS = [
     pytest.param(lambda r, now: r.on_done(0, now, 2**63, None), OverflowError, 0, id="sent"),
     pytest.param(lambda r, now: r.on_done(0, now, 2**63, NACK), OverflowError, 0, id="nack"),
     pytest.param(lambda r, now: r.on_done(0, now, "now", None), TypeError, 0, id="str sent"),
+    # a message sent before its intended time, or acknowledged before it was sent
+    pytest.param(lambda r, now: r.bind(0, now, now - 1), ValueError, 0, id="negative delay"),
+    pytest.param(
+        lambda r, now: r.on_done(0, now, now + 10**12, None), ValueError, 0, id="ack before send"
+    ),
 ]
 
 
@@ -323,11 +344,13 @@ def test_take_hands_over_every_row_and_leaves_every_column_empty(
         producer.on_done(message_id, now, now, NACK)
         consumer.on_message(b"x", 0, message_id, 0, 0)
     produced, consumed = producer.take(), consumer.take()
-    assert recorded(produced) == ([0, 1, 2, 3, 4], 5) and len(produced.publish_delay) == 5
-    assert consumed.received == 5 and list(consumed.deliveries[2::4]) == [0, 1, 2, 3, 4]
+    assert recorded(produced) == ([0, 1, 2, 3, 4], 5) and produced.publish_delay.total == 5
+    assert consumed.received == 5 and list(consumed.identities[0::2]) == [0, 1, 2, 3, 4]
+    assert consumed.end_to_end.total == 5
     assert (producer.acked_count, consumer.received) == (0, 0)
     produced, consumed = producer.take(), consumer.take()
-    assert recorded(produced) == ([], 0) and len(produced.publish_delay) == 0
+    assert recorded(produced) == ([], 0) and produced.publish_delay.total == 0
+    assert consumed.end_to_end.total == 0
     assert (consumed.received, consumed.received_bytes) == (0, 0)
 
 
@@ -361,19 +384,22 @@ def filled_consumer(kind):
     return recorder
 
 
+def counted(pair: tuple[bytes, bytes]) -> int:
+    """How many values a C core's (index, counts) pair holds."""
+    return sum(memoryview(pair[1]).cast("q"))
+
+
 def producer_columns(taken) -> list[int]:
-    if isinstance(taken, tuple):  # the C core's own take(): four columns as bytes
-        return [len(column) // 8 for column in taken]
-    return [
-        len(taken.publish),
-        len(taken.publish_delay),
-        len(taken.publish_from_intended),
-        len(taken.acked),
-    ]
+    if isinstance(taken, tuple):  # the C core's own take(): three histograms, the acked runs
+        return [*(counted(pair) for pair in taken[:3]), sum(memoryview(taken[3]).cast("q")[1::2])]
+    histograms = (taken.publish, taken.publish_delay, taken.publish_from_intended)
+    return [*(h.total for h in histograms), taken.acked_count]
 
 
 def consumer_columns(taken) -> list[int]:
-    return [len(taken) // 8 if isinstance(taken, bytes) else len(taken.deliveries)]
+    if isinstance(taken, tuple):  # the C core's own: three histograms, identities, negatives
+        return [counted(taken[0]), counted(taken[1]), len(taken[3]) // 16]
+    return [taken.end_to_end.total, taken.from_intended.total, taken.received]
 
 
 # the engines' own takes: the pure-Python recorders', the C cores' (a compiled recorder then
@@ -390,10 +416,16 @@ TAKES = [
 if recorders._hotpath is not None:
     TAKES += [
         pytest.param(
-            recorders._hotpath.ProducerCore, filled_producer, producer_columns, id="c producer"
+            partial(recorders._hotpath.ProducerCore, recorders.core_layout("publish")),
+            filled_producer,
+            producer_columns,
+            id="c producer",
         ),
         pytest.param(
-            recorders._hotpath.ConsumerCore, filled_consumer, consumer_columns, id="c consumer"
+            partial(recorders._hotpath.ConsumerCore, recorders.core_layout("endToEnd")),
+            filled_consumer,
+            consumer_columns,
+            id="c consumer",
         ),
     ]
 
@@ -404,7 +436,7 @@ def test_a_take_that_runs_out_of_memory_leaves_every_column_as_it_was(kind, fill
     column whole, as the next take shows."""
     whole = columns(filled(kind).take())
     assert all(whole) and whole
-    for allocations in range(100):
+    for allocations in range(2000):
         recorder = filled(kind)
         if taken_with_allocations_failing_after(recorder.take, allocations):
             break
@@ -426,3 +458,101 @@ def test_the_out_of_memory_takes_run_in_a_process_of_their_own():
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{len(TAKES)} passed" in done.stdout, done.stdout
+
+
+# delays in ns around the layouts' bucket edges and past their highest trackable values
+EDGES_NS = [0, 999, 1_000, 1_999, 262_143_000, 262_144_000, 524_287_999, 524_288_000]
+SPREAD_NS = (2 ** np.random.default_rng(7).uniform(0, 46, 5_000)).astype(np.int64).tolist()
+"""Spread evenly over the buckets: a power of 2 up to 2**46 ns (19.5 h), most below 60 s."""
+
+
+@pytest.mark.parametrize("metric", ["publishDelay", "endToEnd"])
+def test_both_engines_bin_each_value_as_hdr_record_ns_does(producer_recorder, metric):
+    """The publish delay is the one latency a caller sets exactly (``sent - intended``); a
+    producer recorder built on the end-to-end layout checks that layout's buckets too."""
+    values = EDGES_NS + SPREAD_NS
+    if producer_recorder is recorders.CompiledProducerRecorder:
+        recorder = recorders._hotpath.ProducerCore(recorders.core_layout(metric))
+        for message_id, delay in enumerate(values):
+            recorder.bind(message_id, 0, delay)
+        index, counts = (np.frombuffer(b, np.int64) for b in recorder.take()[1])
+    else:
+        recorder = producer_recorder()
+        for message_id, delay in enumerate(values):
+            recorder.bind(message_id, 0, delay)
+        binned = hdr.record_ns(metric, np.frombuffer(recorder.publish_delay, np.int64))
+        index, counts = binned.index, binned.counts
+    expected = hdr.record_ns(metric, values)
+    assert index.tolist() == expected.index.tolist()
+    assert counts.tolist() == expected.counts.tolist()
+    assert expected.total == len(values) and len(expected.index) > 1000
+
+
+def stamped(payload: bytes, sent_ns: int, message_id: int, intended_ns: int) -> bytes:
+    return pack_prefixed(PREFIX_MARK, sent_ns, message_id, intended_ns) + payload[PREFIX_BYTES:]
+
+
+def test_a_prefixed_delivery_records_what_its_stamp_says(consumer_recorder):
+    now = time.time_ns()
+    recorder = consumer_recorder()
+    payload = stamped(bytes(100), now - 2_000_000, 42, now - 5_000_000)
+    assert recorder.on_prefixed(payload, 3) is True
+    sample = recorder.take()
+    assert (sample.received, sample.received_bytes, list(sample.identities)) == (1, 100, [42, 3])
+    [e2e] = values_us(sample.end_to_end)
+    [from_intended] = values_us(sample.from_intended)
+    assert 2_000 <= e2e < 3_000 and 5_000 <= from_intended < 6_000
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pytest.param(bytes(100), id="no mark"),
+        pytest.param(PREFIX_MARK + bytes(10), id="shorter than the prefix"),
+        pytest.param(bytearray(stamped(bytes(100), 1, 2, 3)), id="not bytes"),
+        pytest.param(b"", id="empty"),
+    ],
+)
+def test_a_delivery_without_the_prefix_is_left_to_the_driver(consumer_recorder, payload):
+    recorder = consumer_recorder()
+    assert recorder.on_prefixed(payload, 0) is False
+    sample = recorder.take()
+    assert (sample.received, sample.received_bytes, sample.end_to_end.total) == (0, 0, 0)
+
+
+def test_acknowledgements_in_order_are_kept_as_runs_and_out_of_order_ones_exactly(
+    producer_recorder,
+):
+    recorder = producer_recorder()
+    order = [*range(10), 20, 21, 5, 22, *range(11, 14)]
+    for message_id in order:
+        recorder.bind(message_id, 0, 0)(None)
+    sample = recorder.take()
+    runs = np.frombuffer(sample.acked_runs, np.int64).reshape(-1, 2).tolist()
+    assert runs == [[0, 10], [20, 2], [5, 1], [22, 1], [11, 3]]
+    assert sample.acked_ids().tolist() == order and sample.acked_count == len(order)
+
+
+def test_a_batch_is_recorded_up_to_the_first_payload_without_the_prefix(consumer_recorder):
+    now = time.time_ns()
+    recorder = consumer_recorder()
+    good = [
+        stamped(bytes(64), now - 1_000_000, message_id, now - 2_000_000) for message_id in (1, 2)
+    ]
+    batch = [*good, b"unstamped", stamped(bytes(64), now - 1_000_000, 3, now - 2_000_000)]
+    assert recorder.on_prefixed_many(batch, 0, 5) == 2
+    assert recorder.on_prefixed_many(batch, 3, 5) == 4  # from where the driver carried on
+    assert recorder.on_prefixed_many(batch, 4, 5) == 4  # nothing left
+    sample = recorder.take()
+    assert list(sample.identities) == [1, 5, 2, 5, 3, 5]
+    assert sample.end_to_end.total == 3 and sample.received_bytes == 3 * 64
+
+
+def test_a_driver_finds_the_recorder_behind_on_message_and_nothing_behind_a_wrapper(
+    consumer_recorder,
+):
+    recorder = consumer_recorder()
+    found = prefixed_deliveries(recorder.on_message)
+    assert found is not None and found.on_prefixed_many([], 0, 0) == 0
+    assert prefixed_deliveries(lambda *delivery: None) is None
+    assert prefixed_deliveries(delayed(recorder.on_message, [0.0])) is None

@@ -8,6 +8,9 @@
   shorter than that carries them in one header ``lg-stamp``, 24 bytes, three big-endian signed
   int64. Messages with neither are not loadgen's and are skipped (counted, logged once). The
   partition is ``message.partition()``.
+* The compiled producer loop stamps the prefix itself and calls ``produce`` directly
+  (:meth:`KafkaProducer.prefixed_send`), with no Python bytecode per message; ``send`` carries
+  short payloads, the readiness probes and every message of the pure-Python loop.
 * The engine's ``on_done(error, *ignored)`` goes to librdkafka as ``on_delivery`` unchanged: no
   wrapper per message. Delivery reports run inside ``poll()``/``flush()``, on the producer
   loop's thread.
@@ -46,14 +49,19 @@ from drivers.kafka import DEFAULT_PORT, Driver
 from drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
 from drivers.kafka.trust import trust_context
 from loadgen.driver import (
+    ACK,
+    KEY,
     STAMP,
+    VALUE,
     Address,
     ForeignMessages,
     OnDone,
     OnMessage,
+    PrefixedSend,
     TopicSpec,
     fail_if_refused,
     listed_addresses,
+    prefixed_deliveries,
     tls_verify_problem,
 )
 from loadgen.errors import BrokerLoginRefused, BrokerTlsFailed, BrokerUnreachable, DriverError
@@ -145,6 +153,18 @@ class KafkaProducer:
                 self._produce(self._topic, value, key, on_delivery=on_done, headers=headers)
         except BufferError:
             self._send_when_room(key, value, on_done, headers)
+
+    def prefixed_send(self) -> PrefixedSend:
+        """``produce`` with positional arguments, as ``send`` calls it for a prefixed payload."""
+        return PrefixedSend(self._produce, (self._topic, VALUE, KEY, UNASSIGNED, ACK), self._resend)
+
+    def _resend(
+        self, error: BaseException, key: bytes | None, value: bytes, on_done: OnDone
+    ) -> None:
+        """A full local queue: wait for room, as ``send`` does; any other error ends the run."""
+        if not isinstance(error, BufferError):
+            raise error
+        self._send_when_room(key, value, on_done, None)
 
     def _send_when_room(
         self,
@@ -283,6 +303,8 @@ class KafkaConsumer:
 
     def _run(self) -> None:
         consume, on_message = self._consumer.consume, self._on_message
+        recorder = prefixed_deliveries(on_message)
+        on_prefixed = recorder.on_prefixed if recorder is not None else None
         last_commit = 0.0
         while not self._stop.is_set():
             self._apply_pause()
@@ -296,13 +318,14 @@ class KafkaConsumer:
                     self._on_error(message.error())
                     continue
                 data = message.value()
-                try:
-                    sent_ns, message_id, intended_ns = _stamp(data, message.headers)
-                except ValueError:
-                    self.foreign()
-                    continue
                 partition = message.partition()
-                on_message(data, sent_ns, message_id, intended_ns, partition)
+                if on_prefixed is None or not on_prefixed(data, partition):
+                    try:
+                        sent_ns, message_id, intended_ns = _stamp(data, message.headers)
+                    except ValueError:
+                        self.foreign()
+                        continue
+                    on_message(data, sent_ns, message_id, intended_ns, partition)
                 self._read_to[partition] = message.offset() + 1
                 delivered = True
             if delivered and not self._auto_commit:

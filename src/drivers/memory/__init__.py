@@ -1,14 +1,16 @@
 """The in-process broker: the ceiling of the harness and the engine's test double.
 
-Topics are lists of partitions; each partition is a list of
-``(payload, send_ns, message_id, intended_ns)``: the send timestamp, message id and intended
-send time travel beside the payload, and consumers get the partition index back with them. A
-subscription keeps one cursor per partition and every subscription sees every message; the
-consumers of one subscription split its partitions (partition ``p`` goes to consumer
-``p % n``). Sends are acknowledged at once, on the sender's thread. Consumer threads poll every
-``pollIntervalMs`` when idle, so end-to-end latency here is mostly that interval. A topic with no
-subscription keeps nothing; consumed entries are trimmed so memory stays bounded while consumers
-keep up.
+Topics are lists of partitions; each partition is a list of entries: payloads the compiled
+producer loop stamped (:meth:`MemoryProducer.prefixed_send`: send time, message id and intended
+send time in the first 32 bytes, :mod:`loadgen.stamp_prefix`, read back by the consumer as
+Kafka's does), and ``(payload, send_ns, message_id, intended_ns)`` for what ``send`` stores
+(payloads shorter than the stamp, probes, every message of a broker set to misbehave and of the
+pure-Python loop). Consumers get the partition index back with them. A subscription keeps one
+cursor per partition and every subscription sees every message; the consumers of one
+subscription split its partitions (partition ``p`` goes to consumer ``p % n``). Sends are
+acknowledged at once, on the sender's thread. Consumer threads poll every ``pollIntervalMs`` when
+idle, so end-to-end latency here is mostly that interval. A topic with no subscription keeps
+nothing; consumed entries are trimmed so memory stays bounded while consumers keep up.
 
 For tests of the engine's accounting the broker can misbehave on purpose (driver YAML keys, all
 off by default, counted per producer over messages that carry an id, so probes pass untouched):
@@ -29,10 +31,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loadgen.driver import NO_MESSAGE_ID, BaseDriver, OnDone, OnMessage, TopicSpec
+from loadgen.driver import (
+    KEY,
+    NO_MESSAGE_ID,
+    VALUE,
+    BaseDriver,
+    OnDone,
+    OnMessage,
+    PrefixedSend,
+    TopicSpec,
+    prefixed_deliveries,
+)
 from loadgen.errors import DriverError
 from loadgen.spec import parse_model
 from loadgen.spec.driver_spec import DriverSpec
+from loadgen.stamp_prefix import unpack_prefixed
 
 BATCH = 1000
 TRIM_AT = 50_000
@@ -49,8 +62,8 @@ class MemoryConfig(BaseModel):
     stall_after: int = Field(default=0, alias="stallAfter", ge=0)
 
 
-Entry = tuple[bytes, int, int, int]
-"""``(payload, send_ns, message_id, intended_ns)``"""
+Entry = tuple[bytes, int, int, int] | bytes
+"""``(payload, send_ns, message_id, intended_ns)``, or a payload stamped in its prefix."""
 
 
 def _every(n: int | None, count: int) -> bool:
@@ -98,13 +111,23 @@ class MemoryProducer:
         topic = self._topic
         if self._faults is not None and message_id != NO_MESSAGE_ID:
             self._send_faulty(key, payload, message_id, intended_ns)
-        elif topic.subscriptions:
+        elif topic.subscriptions:  # inline: this is the pure-Python loop's per-message path
             if key is None:
                 log = next(self._next_partition)
             else:
                 log = topic.partitions[hash(key) % len(topic.partitions)]
             log.append((payload, time_ns(), message_id, intended_ns))
         on_done(None)
+
+    def prefixed_send(self) -> PrefixedSend | None:
+        """The stamped payload is stored as it is and acknowledged as the store returns; a broker
+        set to misbehave counts and alters messages in ``send``, so it takes them all there."""
+        return None if self._faults is not None else PrefixedSend(self._store, (VALUE, KEY))
+
+    def _store(self, entry: Entry, key: bytes | None) -> None:
+        """Append ``entry`` to ``key``'s partition; a topic with no subscription keeps nothing."""
+        if self._topic.subscriptions:
+            self._log(key).append(entry)
 
     def _log(self, key: bytes | None) -> list[Entry]:
         if key is None:
@@ -157,6 +180,7 @@ class MemoryConsumer:
         self._topic = topic
         self._subscription = subscription
         self._on_message = on_message
+        self._prefixed = prefixed_deliveries(on_message)
         self._poll_s = poll_s
         self._stop = threading.Event()
         self._paused = False
@@ -181,17 +205,36 @@ class MemoryConsumer:
         return batch
 
     def _run(self) -> None:
-        on_message = self._on_message
         while not self._stop.is_set():
             delivered = 0
             if not self._paused:
                 for partition in self._assigned():
                     batch = self._take_batch(partition)
-                    for payload, sent_ns, message_id, intended_ns in batch:
-                        on_message(payload, sent_ns, message_id, intended_ns, partition)
+                    self._deliver(batch, partition)
                     delivered += len(batch)
             if not delivered:
                 self._stop.wait(self._poll_s)
+
+    def _deliver(self, batch: list[Entry], partition: int) -> None:
+        """Stamped payloads go to the recorder in runs (one C call each, where it reads the
+        prefix itself); the rest, one by one, to ``on_message``."""
+        on_message, recorder = self._on_message, self._prefixed
+        index, end = 0, len(batch)
+        while index < end:
+            entry = batch[index]
+            if type(entry) is not bytes:
+                payload, sent_ns, message_id, intended_ns = entry
+                on_message(payload, sent_ns, message_id, intended_ns, partition)
+            elif (
+                recorder is None
+                or (reached := recorder.on_prefixed_many(batch, index, partition)) == index
+            ):
+                _, sent_ns, message_id, intended_ns = unpack_prefixed(entry)
+                on_message(entry, sent_ns, message_id, intended_ns, partition)
+            else:
+                index = reached
+                continue
+            index += 1
 
     def pause(self) -> None:
         self._paused = True

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from drivers.pulsar.client import pulsar
 from drivers.pulsar.stamp import STAMP_PROPERTY, read_stamp
-from loadgen.driver import ForeignMessages, OnMessage
+from loadgen.driver import ForeignMessages, OnMessage, prefixed_deliveries
 
 log = logging.getLogger("loadgen.pulsar")
 
@@ -50,6 +50,8 @@ class PulsarConsumer:
         cumulative: bool,
     ) -> None:
         self._on_message = on_message
+        recorder = prefixed_deliveries(on_message)
+        self._on_prefixed = recorder.on_prefixed if recorder is not None else None
         self._ack: Acknowledge = (
             pulsar.Consumer.acknowledge_cumulative if cumulative else pulsar.Consumer.acknowledge
         )
@@ -66,16 +68,17 @@ class PulsarConsumer:
         """Called by the client per message; an exception must not reach the C++ side."""
         try:
             data = message.data()
-            try:
-                sent_ns, message_id, intended_ns = read_stamp(data, message.properties)
-            except ValueError:  # binascii.Error is a ValueError
-                self.foreign()
-            else:
-                topic = message.topic_name()
-                partition = self._partitions.get(topic)
-                if partition is None:
-                    partition = self._partitions[topic] = partition_of(topic)
-                self._on_message(data, sent_ns, message_id, intended_ns, partition)
+            topic = message.topic_name()
+            partition = self._partitions.get(topic)
+            if partition is None:
+                partition = self._partitions[topic] = partition_of(topic)
+            if self._on_prefixed is None or not self._on_prefixed(data, partition):
+                try:
+                    sent_ns, message_id, intended_ns = read_stamp(data, message.properties)
+                except ValueError:  # binascii.Error is a ValueError
+                    self.foreign()
+                else:
+                    self._on_message(data, sent_ns, message_id, intended_ns, partition)
             self._ack(consumer, message)
         except Exception as error:
             self._on_error(error)

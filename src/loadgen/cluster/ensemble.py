@@ -98,6 +98,8 @@ class Ensemble:
         self._correct_clocks = correct_clocks
         self._clocks_corrected = False
         self._affinity: dict[str, list[int] | None] = {}
+        self._engines: dict[str, str | None] = {}
+        """Each worker's recorder engine, as its ``/health`` said (``None``: it did not say)."""
         self._cpu = CpuMeter()
         self.lost: dict[str, str] = {}
         """Workers that stopped answering, with what was seen."""
@@ -191,6 +193,7 @@ class Ensemble:
         )
         for client, health in healths:
             self._affinity[client.url] = health.get("cpuAffinity")
+            self._engines[client.url] = health.get("recorderEngine")
             if health.get("protocol") != wire.PROTOCOL:
                 raise ConfigError(
                     f"worker {client.url} speaks protocol {health.get('protocol')} "
@@ -448,8 +451,8 @@ class Ensemble:
         return [answer["ledger"] for _, answer in answers]
 
     def placement(self) -> dict[str, Any]:
-        """Worker URLs (the leader first), roles, clock offsets, their correction and the e2e
-        skew bound."""
+        """Worker URLs (the leader first), roles, clock offsets, their correction, the e2e
+        skew bound and each worker's recorder engine."""
         pairs = zip(self._clients, self._assignments, strict=True)
         roles = {client.url: assignment.role for client, assignment in pairs}
         measured = self._offsets
@@ -467,6 +470,7 @@ class Ensemble:
             "workerRoles": roles,
             "workerTotals": {url: wire.totals_to_json(t) for url, t in self._totals.items()},
             "workerCpuAffinity": dict(self._affinity),
+            "recorderEngines": dict(self._engines),
             "lostWorkers": dict(self.lost),
         }
 

@@ -28,6 +28,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 import loadgen
+from loadgen import recorder
 from loadgen.cluster import wire
 from loadgen.cluster.exposure import check_exposure
 from loadgen.cluster.service import WorkerService
@@ -131,6 +132,7 @@ class _Routes:
                 "protocol": wire.PROTOCOL,
                 "busy": self.service.busy,
                 "cpuAffinity": None if cpus is None else sorted(cpus),
+                "recorderEngine": recorder.ENGINE,
             }
         )
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from loadgen.errors import WorkerError
+from loadgen.recorder import PURE_PYTHON_ENV
 
 log = logging.getLogger("loadgen.cluster")
 
@@ -55,6 +56,23 @@ def announced_url(process: subprocess.Popen, deadline: float, name: str) -> str:
     raise WorkerError(name, detail, exit_code=1)
 
 
+def worker_environment(
+    parent: Mapping[str, str], token: str | None, extra_env: Mapping[str, str]
+) -> dict[str, str]:
+    """A started worker's environment: the parent's without its ``LOADGEN_<OPTION>`` settings,
+    which are the coordinator's (``LOADGEN_METRICS_PORT``: every worker would try that port),
+    but with the engine choice (``LOADGEN_PURE_PYTHON``), which is the process's own."""
+    env = {
+        key: value
+        for key, value in parent.items()
+        if not key.startswith("LOADGEN_") or key == PURE_PYTHON_ENV
+    }
+    env |= extra_env
+    if token:
+        env[TOKEN_ENV] = token
+    return env
+
+
 def start_worker_process(
     token: str | None,
     cpu: int | None = None,
@@ -67,12 +85,7 @@ def start_worker_process(
     given), ended by closing its stdin; read its URL with :func:`announced_url`. ``wrapper`` is
     a command that runs it (``ip netns exec NS`` puts it on a simulated host); ``extra_env`` is
     added to its environment (a skewed clock in tests and benchmarks)."""
-    # its command line alone configures it: a LOADGEN_<OPTION> meant for the coordinator
-    # (LOADGEN_METRICS_PORT: every worker would try that port) must not reach it
-    env = {key: value for key, value in os.environ.items() if not key.startswith("LOADGEN_")}
-    env |= extra_env or {}
-    if token:
-        env[TOKEN_ENV] = token
+    env = worker_environment(os.environ, token, extra_env or {})
     command = [sys.executable, "-m", "loadgen", *_verbosity(), "worker"]
     pinning = [] if cpu is None else ["--cpus", str(cpu)]
     return subprocess.Popen(

@@ -28,12 +28,9 @@ from loadgen.errors import DriverError
 from loadgen.keys import key_source
 from loadgen.payload import PROBE_PAYLOAD
 from loadgen.recorder import (
-    DELIVERY,
-    E2E,
-    FROM_INTENDED,
-    MESSAGE_ID,
+    ENGINE,
     ConsumerRecorder,
-    Int64s,
+    ConsumerSample,
     ProducerRecorder,
 )
 from loadgen.stats import (
@@ -66,9 +63,6 @@ WORKER_ID = "local"
 """The id of the in-process worker in results and pipeline records (remote ones go by URL)."""
 MIN_RATE = 1.0
 """The lowest rate a rate adjustment sets (OMB's LocalWorker clamps below 1 msg/s to 1)."""
-UNSTAMPED_BELOW = -(2**62)
-"""An end-to-end "latency" below this (about -146 years) comes from a message without a send
-time (:data:`loadgen.driver.NO_SEND_TIME_NS`), not from clock skew."""
 
 
 @dataclass
@@ -107,23 +101,16 @@ def await_probes(
         time.sleep(PROBE_CHECK_S)
 
 
-def _as_int64(chunks: list) -> np.ndarray:
-    arrays = [np.frombuffer(chunk, dtype=np.int64) for chunk in chunks if len(chunk)]
-    return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+def _identities(sample: ConsumerSample) -> np.ndarray:
+    """A consumer sample's deliveries as ``(message id, partition)`` rows, in arrival order."""
+    return np.frombuffer(sample.identities, dtype=np.int64).reshape(-1, 2)
 
 
-def _joined(columns: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate([np.empty(0, dtype=np.int64), *columns])
-
-
-def _stamped_negatives(latencies: np.ndarray) -> int:
-    """Negative latencies (clock skew), not counting messages without a send time."""
-    return int(np.count_nonzero((latencies < 0) & (latencies > UNSTAMPED_BELOW)))
-
-
-def _delivery_rows(deliveries: Int64s) -> np.ndarray:
-    """A consumer recorder's deliveries, one row each (:data:`loadgen.recorder.DELIVERY`)."""
-    return np.frombuffer(deliveries, dtype=np.int64).reshape(-1, len(DELIVERY))
+def _merged(metric: str, parts: list[hdr.Histogram]) -> hdr.Histogram:
+    """``parts`` (end-to-end histograms of several consumers) merged, as ``metric``: the
+    end-to-end metrics share one layout."""
+    merged = hdr.merge(END_TO_END, (hdr.Histogram(END_TO_END, p.index, p.counts) for p in parts))
+    return hdr.Histogram(metric, merged.index, merged.counts)
 
 
 class LocalWorker:
@@ -179,6 +166,8 @@ class LocalWorker:
         every message; without, the recorder is the callback itself."""
         for topic, subscription in subscriptions:
             recorder = ConsumerRecorder()
+            if self._clocks is not None:
+                recorder.correct_clocks(self._clocks)
             on_message = delayed(recorder.on_message, delays) if delays else recorder.on_message
             consumer = self.driver.create_consumer(topic, subscription, on_message)
             self._consumers.append(consumer)
@@ -202,8 +191,11 @@ class LocalWorker:
 
     def correct_clocks(self, table: ClockTable) -> None:
         """From the next snapshot on, correct end-to-end latencies by the producers' and this
-        worker's clock offsets, and record the uncorrected ones as ``endToEndUncorrected``."""
+        worker's clock offsets, and record the uncorrected ones as ``endToEndUncorrected``
+        (called before the load starts: the recorders correct what they record after it)."""
         self._clocks = table
+        for recorder in self._consumer_recorders:
+            recorder.correct_clocks(table)
 
     # -- readiness ----------------------------------------------------------------------------
     def probe(self, expected_received: int, timeout_s: float) -> None:
@@ -313,65 +305,47 @@ class LocalWorker:
         pairs = zip(per_consumer, self._catch_up, strict=True)
         return [item for item, catch_up in pairs if catch_up]
 
-    def _latencies(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """End-to-end and from-intended latencies of delivery ``rows``, clock-corrected when
-        this worker has a :class:`ClockTable`."""
-        e2e, from_intended = rows[:, E2E], rows[:, FROM_INTENDED]
-        if self._clocks is None:
-            return e2e, from_intended
-        shifts = self._clocks.shifts(rows[:, MESSAGE_ID])
-        return e2e - shifts, from_intended - shifts
-
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats:
         """Take everything recorded since the last snapshot as one interval."""
         produced = self._producer_recorder.take()
         consumed = [recorder.take() for recorder in self._consumer_recorders]
-        rows = [_delivery_rows(sample.deliveries) for sample in consumed]
-        latencies = [self._latencies(each) for each in rows]
-        e2e = _joined([each for each, _ in latencies])
-        from_intended = _joined([each for _, each in latencies])
-        acked = _as_int64([produced.acked])
-        counts = self.ledger.record([each[:, MESSAGE_ID:] for each in rows], acked)
-        sent, received = len(produced.publish), len(e2e)
-        negative = _stamped_negatives(e2e)
+        acked_runs = np.frombuffer(produced.acked_runs, dtype=np.int64).reshape(-1, 2)
+        counts = self.ledger.record([_identities(each) for each in consumed], acked_runs)
+        sent, received = produced.acked_count, sum(each.received for each in consumed)
+        negative = sum(each.negative for each in consumed)
         catch_up = self._of_catch_up(consumed)
         received_catch_up = sum(sample.received for sample in catch_up)
         self.totals.sent += sent
         self.totals.received += received
         self.totals.received_catch_up += received_catch_up
         histograms = {
-            PUBLISH: hdr.record_ns(PUBLISH, _as_int64([produced.publish])),
-            PUBLISH_DELAY: hdr.record_ns(PUBLISH_DELAY, _as_int64([produced.publish_delay])),
-            PUBLISH_FROM_INTENDED: hdr.record_ns(
-                PUBLISH_FROM_INTENDED, _as_int64([produced.publish_from_intended])
-            ),
-            END_TO_END: hdr.record_ns(END_TO_END, e2e[e2e >= 0]),
-            END_TO_END_FROM_INTENDED: hdr.record_ns(
-                END_TO_END_FROM_INTENDED, from_intended[from_intended >= 0]
+            PUBLISH: produced.publish,
+            PUBLISH_DELAY: produced.publish_delay,
+            PUBLISH_FROM_INTENDED: produced.publish_from_intended,
+            END_TO_END: _merged(END_TO_END, [each.end_to_end for each in consumed]),
+            END_TO_END_FROM_INTENDED: _merged(
+                END_TO_END_FROM_INTENDED, [each.from_intended for each in consumed]
             ),
         }
         negative_uncorrected = negative
         if self._clocks is not None:
-            raw = _joined([each[:, E2E] for each in rows])
-            uncorrected = hdr.record_ns(END_TO_END_UNCORRECTED, raw[raw >= 0])
-            histograms[END_TO_END_UNCORRECTED] = uncorrected
-            negative_uncorrected = _stamped_negatives(raw)
+            raw = [each.uncorrected for each in consumed if each.uncorrected is not None]
+            histograms[END_TO_END_UNCORRECTED] = _merged(END_TO_END_UNCORRECTED, raw)
+            negative_uncorrected = sum(each.negative_uncorrected for each in consumed)
         if any(self._catch_up):
-            e2e_each = [each for each, _ in latencies]
-            tailing = [e for e, c in zip(e2e_each, self._catch_up, strict=True) if not c]
-            for metric, parts in (
-                (END_TO_END_TAILING, tailing),
-                (END_TO_END_CATCH_UP, self._of_catch_up(e2e_each)),
-            ):
-                values = _joined(parts)
-                histograms[metric] = hdr.record_ns(metric, values[values >= 0])
+            pairs = zip(consumed, self._catch_up, strict=True)
+            tailing = [each.end_to_end for each, of_catch_up in pairs if not of_catch_up]
+            histograms[END_TO_END_TAILING] = _merged(END_TO_END_TAILING, tailing)
+            histograms[END_TO_END_CATCH_UP] = _merged(
+                END_TO_END_CATCH_UP, [each.end_to_end for each in catch_up]
+            )
         cpu = self._cpu.take()
         return IntervalStats(
             start_ms=start_ms,
             end_ms=end_ms,
             sent=sent,
             send_errors=produced.errors,
-            bytes_sent=0 if self._sent_bytes is None else self._sent_bytes.of(acked),
+            bytes_sent=0 if self._sent_bytes is None else self._sent_bytes.of(produced),
             received=received,
             bytes_received=sum(sample.received_bytes for sample in consumed),
             negative_e2e=negative,
@@ -404,15 +378,19 @@ class LocalWorker:
         received, not unread: it goes into the accounting only, the intervals having ended.
         Read after the broker was asked, it may be counted unread too: the accounting then
         calls that many fewer messages lost (the reads of the milliseconds the question took)."""
-        rows = [_delivery_rows(each.take().deliveries) for each in self._consumer_recorders]
-        self.ledger.record([each[:, MESSAGE_ID:] for each in rows], np.empty(0, np.int64))
+        rows = [_identities(each.take()) for each in self._consumer_recorders]
+        self.ledger.record(rows, np.empty((0, 2), np.int64))
 
     @property
     def worker_intervals(self) -> dict[str, list[IntervalStats]]:
         return {}
 
     def placement(self) -> dict[str, object]:
-        return {"workers": [WORKER_ID], "clockOffsetsMs": {WORKER_ID: 0.0}}
+        return {
+            "workers": [WORKER_ID],
+            "clockOffsetsMs": {WORKER_ID: 0.0},
+            "recorderEngines": {WORKER_ID: ENGINE},
+        }
 
     # -- teardown -------------------------------------------------------------------------------
     def _delete_topics(self) -> None:

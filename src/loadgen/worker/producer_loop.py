@@ -12,7 +12,8 @@ Per message it does only: read the clock, pick key and payload by index, derive 
 (the producer's id base plus its sequence, both from the index of the round robin), bind the
 acknowledgement (:meth:`~loadgen.recorder.PythonProducerRecorder.bind`, which also records the
 publish delay), call ``send`` with the intended time moved to the wall clock by one offset taken
-at loop start. Everything else is hoisted out of the loop.
+at loop start; or, compiled and for drivers that opt in, stamp the payload and call their
+client directly, in C (:mod:`loadgen.worker.burst`). Everything else is hoisted out of the loop.
 
 With ``max_in_flight`` (the workload's ``producerMaxInFlight``) each producer has at most that
 many messages sent and not yet acknowledged; 1 is synchronous publishing (send, wait for the
@@ -46,6 +47,7 @@ from loadgen.driver import CallbackAcks, Producer
 from loadgen.keys import KeySource
 from loadgen.rate import Schedule
 from loadgen.recorder import Ack, CompiledProducerRecorder, PythonProducerRecorder
+from loadgen.worker.burst import burst_sender
 
 BURST = 512
 """Messages sent between two checks of the stop flag and two rounds of client polling."""
@@ -138,16 +140,15 @@ class ProducerLoop:
             self.error = error
 
     def _run(self) -> None:
-        sends = [p.send for p in self._producers]
         polls = [p.poll for p in self._producers]
-        payloads, keys = self._payloads, self._keys
-        n_sends, n_payloads = len(sends), len(payloads)
         window = self._window
         bind = self._recorder.bind if window is None else window.binding(self._recorder.bind)
-        bases = self._id_bases
+        to_wall = time_ns() - perf_counter_ns()
+        send = burst_sender(
+            self._producers, self._payloads, self._keys, bind, self._id_bases, to_wall
+        )
         schedule = Schedule(perf_counter_ns(), self._rate)
         start, interval = schedule.start_ns, schedule.interval_ns
-        to_wall = time_ns() - perf_counter_ns()
         n_polls = len(polls)
         sent = waits = 0
         last_poll = 0
@@ -175,19 +176,7 @@ class ProducerLoop:
                 if end == sent:
                     window.wait(sent, MAX_WAIT_S)
                     continue
-            for index in range(sent, end):
-                intended = start + int(index * interval)
-                now = perf_counter_ns()
-                key = keys(now) if keys is not None else None
-                producer = index % n_sends
-                message_id = bases[producer] + index // n_sends
-                sends[producer](
-                    key,
-                    payloads[index % n_payloads],
-                    bind(message_id, intended, now),
-                    message_id,
-                    intended + to_wall,
-                )
+            send(sent, end, start, interval)
             sent = end
             for poll in polls:
                 poll()

@@ -3,7 +3,8 @@
 The producer loop sends loop message ``index`` as ``payloads[index % len(payloads)]`` from
 producer ``index % n`` with sequence ``index // n``. So an acknowledged message id (producer
 number, sequence) gives back its index and its size: the bytes are counted at snapshot time
-from the ids the recorder keeps anyway, with nothing added to the per-message path.
+from the ids the recorder keeps anyway (all of one size, from their count), with nothing added
+to the per-message path.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from loadgen.accounting import SEQ_BITS, SEQ_MASK
+from loadgen.recorder import ProducerSample
 
 
 class SentBytes:
@@ -27,10 +29,11 @@ class SentBytes:
         self._numbers = numbers[self._order]
         self._producers = len(id_bases)
 
-    def of(self, acked: np.ndarray) -> int:
-        """Bytes of the messages whose ids are ``acked``."""
+    def of(self, produced: ProducerSample) -> int:
+        """Bytes of the messages ``produced`` says were acknowledged."""
         if self._uniform is not None:
-            return len(acked) * self._uniform
+            return produced.acked_count * self._uniform
+        acked = produced.acked_ids()
         slots = self._order[np.searchsorted(self._numbers, acked >> SEQ_BITS)]
         index = (acked & SEQ_MASK) * self._producers + slots
         return int(self._sizes[index % len(self._sizes)].sum())

@@ -89,11 +89,12 @@ class ProducerSample:
 
     @property
     def acked_count(self) -> int:
-        return int(np.frombuffer(self.acked_runs, dtype=np.int64)[1::2].sum())
+        return int(pairs(self.acked_runs)[:, 1].sum())
 
     def acked_ids(self) -> np.ndarray:
         """Every acknowledged id, in the order acknowledged."""
-        firsts, counts = _runs(self.acked_runs)
+        runs = pairs(self.acked_runs)
+        firsts, counts = runs[:, 0], runs[:, 1]
         offsets = np.arange(counts.sum(), dtype=np.int64) - np.repeat(
             np.cumsum(counts) - counts, counts
         )
@@ -165,10 +166,10 @@ def _joined(parts: Sequence[array]) -> array:
     return joined
 
 
-def _runs(flat: Int64s) -> tuple[np.ndarray, np.ndarray]:
-    """Flat ``(first, count)`` pairs as the two arrays."""
-    pairs = np.frombuffer(flat, dtype=np.int64).reshape(-1, 2)
-    return pairs[:, 0], pairs[:, 1]
+def pairs(flat: Int64s) -> np.ndarray:
+    """Flat int64 pairs (:attr:`ProducerSample.acked_runs`, :attr:`ConsumerSample.identities`)
+    as rows of two, without a copy."""
+    return np.frombuffer(flat, dtype=np.int64).reshape(-1, 2)
 
 
 def runs_of(ids: array) -> array:
@@ -336,7 +337,7 @@ class PythonConsumerRecorder:
 
     def on_prefixed(self, payload: bytes, partition: int) -> bool:
         """A delivery whose payload starts with loadgen's stamp; False, recording nothing, when
-        it does not (:func:`loadgen.driver.prefix_reader`)."""
+        it does not (:func:`loadgen.driver.prefixed_deliveries`)."""
         stamp = read_prefix(payload) if isinstance(payload, bytes) else None
         if stamp is None:
             return False

@@ -7,7 +7,7 @@ import numpy as np
 
 from loadgen.accounting import Ledger, OrderTracker, RangeSet, account, message_id_base
 from loadgen.driver import NO_MESSAGE_ID
-from loadgen.recorder import runs_of
+from loadgen.recorder import pairs, runs_of
 
 P0, P1 = message_id_base(0), message_id_base(1)
 
@@ -18,7 +18,7 @@ def ids(*values):
 
 def acked(*values):
     """Acknowledged ids as the recorders hand them over: ``(first id, count)`` runs."""
-    return np.frombuffer(runs_of(array("q", values)), dtype=np.int64).reshape(-1, 2)
+    return pairs(runs_of(array("q", values)))
 
 
 def rows(id_values, partition=0):

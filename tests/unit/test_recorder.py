@@ -528,7 +528,7 @@ def test_acknowledgements_in_order_are_kept_as_runs_and_out_of_order_ones_exactl
     for message_id in order:
         recorder.bind(message_id, 0, 0)(None)
     sample = recorder.take()
-    runs = np.frombuffer(sample.acked_runs, np.int64).reshape(-1, 2).tolist()
+    runs = recorders.pairs(sample.acked_runs).tolist()
     assert runs == [[0, 10], [20, 2], [5, 1], [22, 1], [11, 3]]
     assert sample.acked_ids().tolist() == order and sample.acked_count == len(order)
 

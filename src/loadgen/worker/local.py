@@ -30,8 +30,8 @@ from loadgen.payload import PROBE_PAYLOAD
 from loadgen.recorder import (
     ENGINE,
     ConsumerRecorder,
-    ConsumerSample,
     ProducerRecorder,
+    pairs,
 )
 from loadgen.stats import (
     END_TO_END,
@@ -99,11 +99,6 @@ def await_probes(
                 f"within {timeout_s:.0f} s",
             )
         time.sleep(PROBE_CHECK_S)
-
-
-def _identities(sample: ConsumerSample) -> np.ndarray:
-    """A consumer sample's deliveries as ``(message id, partition)`` rows, in arrival order."""
-    return np.frombuffer(sample.identities, dtype=np.int64).reshape(-1, 2)
 
 
 def _merged(metric: str, parts: list[hdr.Histogram]) -> hdr.Histogram:
@@ -302,15 +297,15 @@ class LocalWorker:
         return self.totals.received_catch_up + sum(pending)
 
     def _of_catch_up(self, per_consumer: list) -> list:
-        pairs = zip(per_consumer, self._catch_up, strict=True)
-        return [item for item, catch_up in pairs if catch_up]
+        roles = zip(per_consumer, self._catch_up, strict=True)
+        return [item for item, catch_up in roles if catch_up]
 
     def snapshot(self, start_ms: int, end_ms: int, *, warmup: bool) -> IntervalStats:
         """Take everything recorded since the last snapshot as one interval."""
         produced = self._producer_recorder.take()
         consumed = [recorder.take() for recorder in self._consumer_recorders]
-        acked_runs = np.frombuffer(produced.acked_runs, dtype=np.int64).reshape(-1, 2)
-        counts = self.ledger.record([_identities(each) for each in consumed], acked_runs)
+        identities = [pairs(each.identities) for each in consumed]
+        counts = self.ledger.record(identities, pairs(produced.acked_runs))
         sent, received = produced.acked_count, sum(each.received for each in consumed)
         negative = sum(each.negative for each in consumed)
         catch_up = self._of_catch_up(consumed)
@@ -333,8 +328,8 @@ class LocalWorker:
             histograms[END_TO_END_UNCORRECTED] = _merged(END_TO_END_UNCORRECTED, raw)
             negative_uncorrected = sum(each.negative_uncorrected for each in consumed)
         if any(self._catch_up):
-            pairs = zip(consumed, self._catch_up, strict=True)
-            tailing = [each.end_to_end for each, of_catch_up in pairs if not of_catch_up]
+            roles = zip(consumed, self._catch_up, strict=True)
+            tailing = [each.end_to_end for each, of_catch_up in roles if not of_catch_up]
             histograms[END_TO_END_TAILING] = _merged(END_TO_END_TAILING, tailing)
             histograms[END_TO_END_CATCH_UP] = _merged(
                 END_TO_END_CATCH_UP, [each.end_to_end for each in catch_up]
@@ -378,7 +373,7 @@ class LocalWorker:
         received, not unread: it goes into the accounting only, the intervals having ended.
         Read after the broker was asked, it may be counted unread too: the accounting then
         calls that many fewer messages lost (the reads of the milliseconds the question took)."""
-        rows = [_identities(each.take()) for each in self._consumer_recorders]
+        rows = [pairs(each.take().identities) for each in self._consumer_recorders]
         self.ledger.record(rows, np.empty((0, 2), np.int64))
 
     @property

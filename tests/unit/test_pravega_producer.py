@@ -9,12 +9,18 @@ its future later from another thread through ``call_soon_threadsafe``, as pyo3-a
 
 import asyncio
 import threading
+from functools import partial
 
 import pytest
 
 from drivers.pravega.events import read_stamped, stamped
 from drivers.pravega.producer import EventProducer, WriteFailed, WriteLoop
-from drivers.pravega.transactions import IDLE_COMMIT_S, TransactionalProducer, TransactionFailed
+from drivers.pravega.transactions import (
+    IDLE_COMMIT_S,
+    TransactionalProducer,
+    TransactionFailed,
+    write_transaction,
+)
 
 
 class WriteAsync:
@@ -142,18 +148,20 @@ class SimulatedPanic(BaseException):
 class TxnWriter:
     """``StreamTxnWriter``: records what each transaction got and whether it committed."""
 
-    def __init__(self, fail_on=None):
+    def __init__(self, fail_on=None, commit_fails=False):
         self.fail_on = fail_on
+        self.commit_fails = commit_fails
         self.transactions = []
 
     def begin_txn(self):
-        self.transactions.append(Txn(self.fail_on))
+        self.transactions.append(Txn(self.fail_on, self.commit_fails))
         return self.transactions[-1]
 
 
 class Txn:
-    def __init__(self, fail_on):
+    def __init__(self, fail_on, commit_fails):
         self.fail_on = fail_on
+        self.commit_fails = commit_fails
         self.events = []
         self.state = "open"
 
@@ -163,6 +171,8 @@ class Txn:
         self.events.append((event, routing_key))
 
     def commit(self):
+        if self.commit_fails:
+            raise SimulatedPanic("commit timed out")
         self.state = "committed"
 
     def abort(self):
@@ -171,50 +181,67 @@ class Txn:
 
 def test_a_transaction_commits_every_n_events_and_then_acknowledges_them():
     writer = TxnWriter()
-    producer = TransactionalProducer(writer, 3, stamped)
+    closed = []
+    producer = TransactionalProducer(
+        partial(write_transaction, writer), 3, stamped, lambda: closed.append(True)
+    )
     acks = Acks()
     for i in range(7):
         producer.send(b"k", b"x", acks, i, 100 + i)
-    assert [len(t.events) for t in writer.transactions] == [3, 3, 1]
+    assert [len(t.events) for t in writer.transactions] == [3, 3]
+    assert [t.state for t in writer.transactions] == ["committed", "committed"]
+    assert acks.errors == [None] * 6  # the 7th waits for its transaction
+    producer.close()
+    assert [t.state for t in writer.transactions] == ["committed"] * 3
     written = [read_stamped(e.encode("utf-8")) for t in writer.transactions for e, _ in t.events]
     assert [(message_id, intended) for _, _, message_id, intended in written] == [
         (i, 100 + i) for i in range(7)
     ]
-    assert [t.state for t in writer.transactions] == ["committed", "committed", "open"]
-    assert acks.errors == [None] * 6  # the 7th waits for its transaction
-    assert producer.flush(1.0) == 0
-    assert writer.transactions[2].state == "committed"
     assert acks.errors == [None] * 7
+    assert closed == [True]  # what made the transactions ends after the last commit
 
 
 def test_an_idle_open_transaction_is_committed_by_poll(monkeypatch):
     writer = TxnWriter()
-    producer = TransactionalProducer(writer, 100, stamped)
+    producer = TransactionalProducer(partial(write_transaction, writer), 100, stamped)
     acks = Acks()
     producer.send(b"key", bytes(10), acks, -1, 2**63 - 1)  # the readiness probe: one event
     producer.poll()
-    assert writer.transactions[0].state == "open"
+    assert writer.transactions == []
     clock = [0.0]
     monkeypatch.setattr("drivers.pravega.transactions.time.monotonic", lambda: clock[0])
     producer.send(b"key", bytes(10), acks, -1, 2**63 - 1)
     clock[0] += IDLE_COMMIT_S
     producer.poll()
-    assert writer.transactions[0].state == "committed"
+    assert [(len(t.events), t.state) for t in writer.transactions] == [(2, "committed")]
     assert acks.errors == [None, None]
 
 
 def test_a_panicking_write_fails_its_whole_transaction_and_aborts_it():
     writer = TxnWriter(fail_on="bad")
-    producer = TransactionalProducer(writer, 3, stamped)
+    producer = TransactionalProducer(partial(write_transaction, writer), 3, stamped)
     acks = Acks()
-    producer.send(b"k", b"x", acks, 3, 3)
+    producer.send(b"k", b"x", acks, 1, 1)
     producer.send(b"bad", b"x", acks, 2, 2)
+    producer.send(b"k", b"x", acks, 3, 3)
     assert writer.transactions[0].state == "aborted"
-    assert len(acks.errors) == 2
+    assert len(acks.errors) == 3
     assert all(isinstance(error, TransactionFailed) for error in acks.errors)
     assert "transaction write failed: SimulatedPanic" in str(acks.errors[0])
-    producer.send(b"k", b"x", acks, 3, 3)  # the next event starts a new transaction
-    assert len(writer.transactions) == 2
+    producer.send(b"k", b"x", acks, 4, 4)
+    producer.flush(1.0)  # the next event went into a transaction of its own
+    assert [t.state for t in writer.transactions] == ["aborted", "committed"]
+    assert acks.errors[3] is None
+
+
+def test_a_failed_commit_fails_every_event_of_its_transaction():
+    writer = TxnWriter(commit_fails=True)
+    producer = TransactionalProducer(partial(write_transaction, writer), 2, stamped)
+    acks = Acks()
+    producer.send(b"k", b"x", acks, 1, 1)
+    producer.send(b"k", b"x", acks, 2, 2)
+    assert len(acks.errors) == 2
+    assert all("transaction commit failed: SimulatedPanic" in str(e) for e in acks.errors)
 
 
 def test_send_waits_beyond_the_bound_until_an_acknowledgement_makes_room(write_loop, monkeypatch):

@@ -5,14 +5,16 @@
   policy (:mod:`.config`). A subscription is a reader group named after it (cleaned the same
   way), reading from the stream's head; each consumer is a reader in it (:mod:`.consumer`).
 * Producers: ``write_event_async`` on a shared event-loop thread (:mod:`.producer`), or, with
-  ``enableTransaction``, one transaction per ``eventsPerTransaction`` events
-  (:mod:`.transactions`). Keys become routing keys; no key, no routing key (:mod:`.events`).
+  ``enableTransaction``, one transaction per ``eventsPerTransaction`` events, made by a child
+  process of the producer's own (:mod:`.transactions`). Keys become routing keys; no key, no
+  routing key (:mod:`.events`).
 * Send time, message id and intended send time: a 24-byte prefix of the event with
   ``includeTimestampInEvent``, none without (:mod:`.events`); the partition index passed to
   ``on_message`` is -1 (the client does not expose an event's segment).
 * Guards (:mod:`.guard`, :mod:`.control`): every entry point first checks that the controller
-  accepts a TCP connection; scope, stream and reader-group calls run in a child process with a
-  deadline (``client.timeoutSeconds``); the rest runs here, after the controller has answered.
+  accepts a TCP connection; scope, stream and reader-group calls, and transactions, run in a
+  child process with a deadline (``client.timeoutSeconds``); the rest runs here, after the
+  controller has answered.
 * Teardown: reader groups are deleted and streams sealed and deleted (``deleteStreams: false``
   seals and keeps both, as OMB). The scope is deleted at ``close`` only if this driver created
   it and every stream it made is gone; a scope that was there before is left alone.
@@ -25,7 +27,7 @@ import uuid
 from functools import partial
 from typing import Any
 
-from drivers.pravega import Driver, control
+from drivers.pravega import Driver, control, transactions
 from drivers.pravega.client import StreamManager, open_manager
 from drivers.pravega.config import PravegaConfig, warn_caveats
 from drivers.pravega.consumer import ReaderConsumer
@@ -115,17 +117,9 @@ class PravegaDriver(Driver):
     def create_producer(self, topic: str) -> Producer:
         probe_tcp(self.uri)
         stream = clean_name(topic)
-        where = f"{self.scope}/{stream}"
         if self.config.enable_transaction:
-            writer = client_call(
-                self.uri,
-                f"creating a transactional writer on {where}",
-                self._client().create_transaction_writer,
-                self.scope,
-                stream,
-                uuid.uuid4().int,
-            )
-            return TransactionalProducer(writer, self.config.transaction_size, self._encode)
+            return self._transactional_producer(stream)
+        where = f"{self.scope}/{stream}"
         create_writer = self._client().create_writer
         writer = client_call(
             self.uri, f"creating a writer on {where}", create_writer, self.scope, stream
@@ -133,6 +127,39 @@ class PravegaDriver(Driver):
         if self._writes is None:
             self._writes = WriteLoop()
         return EventProducer(writer.write_event_async, self._writes, self._encode)
+
+    def _transactional_producer(self, stream: str) -> TransactionalProducer:
+        """A producer whose transactions are made by a child process of its own
+        (:mod:`.transactions` says why); its writer is made there now, so that a refusal
+        surfaces here."""
+        child = ControlProcess(self.uri)
+        where = f"{self.scope}/{stream}"
+        writer_id = uuid.uuid4().int
+        timeout_s = self.config.client.timeout_s
+        try:
+            child.call(
+                f"creating a transactional writer on {where}",
+                transactions.open_writer,
+                self.scope,
+                stream,
+                writer_id,
+                timeout_s=timeout_s,
+            )
+        except BaseException:
+            child.close()
+            raise
+        commit = partial(
+            child.call,
+            f"committing a transaction on {where}",
+            transactions.commit_in_child,
+            self.scope,
+            stream,
+            writer_id,
+            timeout_s=timeout_s,
+        )
+        return TransactionalProducer(
+            commit, self.config.transaction_size, self._encode, child.close
+        )
 
     def create_consumer(
         self, topic: str, subscription: str, on_message: OnMessage

@@ -9,11 +9,12 @@ server"). Hence three guards:
 
 * :func:`probe_tcp` before every entry point: a 1-s TCP connect to the controller, so a closed
   port is :class:`~loadgen.errors.BrokerUnreachable` in milliseconds, naming the URI;
-* control-plane calls run in a child process with a deadline (:mod:`.control`);
+* control-plane calls and transactions run in a child process with a deadline (:mod:`.control`,
+  :mod:`.transactions`);
 * calls that must run here, because they return the writer or reader objects, go through
   :func:`client_call` (or :func:`failure_of`), which turns a panic into an error naming the
   controller. They run only after the controller has answered a control call; their bound is
-  the client's own (~61 s of retries, 120 s per write or commit).
+  the client's own (~61 s of retries, 120 s per write).
 """
 
 from __future__ import annotations

@@ -56,12 +56,15 @@ typedef struct {
     PyObject *payload_tuple; /* bytes of at least PREFIX_BYTES each */
     PyObject *keys;          /* NULL: no key */
     PyObject *bind;
+    PyObject *core; /* the ProducerCore whose bind `bind` is: bound and acked without boxing */
     Target *targets;
     Py_ssize_t n_targets;
     int64_t *bases;
     int64_t to_wall;
     int running;
 } Burst;
+
+static const ProducerApi *producer_api; /* NULL where loadgen._hotpath is not built */
 
 static int slot_in(Py_ssize_t at, Py_ssize_t nargs) {
     return at >= 0 && at < nargs;
@@ -170,6 +173,7 @@ static PyObject *burst_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->to_wall = (int64_t)to_wall;
     self->keys = keys == Py_None ? NULL : Py_NewRef(keys);
     self->bind = Py_NewRef(bind);
+    self->core = producer_api == NULL ? NULL : Py_XNewRef(producer_api->core_of(bind));
     if (burst_init_targets(self, targets, id_bases) < 0 ||
         burst_init_payloads(self, payloads) < 0) {
         Py_DECREF(self);
@@ -183,6 +187,7 @@ static int burst_traverse(Burst *self, visitproc visit, void *arg) {
     Py_VISIT(self->payload_tuple);
     Py_VISIT(self->keys);
     Py_VISIT(self->bind);
+    Py_VISIT(self->core);
     return 0;
 }
 
@@ -191,6 +196,7 @@ static int burst_clear(Burst *self) {
     Py_CLEAR(self->payload_tuple);
     Py_CLEAR(self->keys);
     Py_CLEAR(self->bind);
+    Py_CLEAR(self->core);
     return 0;
 }
 
@@ -264,8 +270,38 @@ static PyObject *failure(int64_t index, PyObject *key, PyObject *value, PyObject
     return Py_BuildValue("(LNNNN)", (long long)index, error, key, value, ack);
 }
 
-/* ack(None): the message of a call without an ack slot, acknowledged as the call returned. */
-static int acknowledge(PyObject *ack) {
+/* failure() for a message bound only now, its call having raised. */
+static PyObject *failure_bound(Burst *self, int64_t index, PyObject *key, PyObject *value,
+                               const int64_t values[3]) {
+    PyObject *type, *error, *traceback;
+    PyErr_Fetch(&type, &error, &traceback);
+    PyObject *ack = producer_api->bind(self->core, values[0], values[1], values[2]);
+    if (ack == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(error);
+        Py_XDECREF(traceback);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        return NULL;
+    }
+    PyErr_Restore(type, error, traceback);
+    return failure(index, key, value, ack);
+}
+
+/* bind(message_id, intended, now): in C for a ProducerCore's bind, else through Python. */
+static PyObject *bound(Burst *self, const int64_t values[3]) {
+    if (self->core != NULL) {
+        return producer_api->bind(self->core, values[0], values[1], values[2]);
+    }
+    return call_with_int64s(self->bind, values, 3);
+}
+
+/* The message of a call without an ack slot, acknowledged as the call returned: ack(None), or
+ * for a ProducerCore (which made no ack) its delay and acknowledgement recorded in C. */
+static int acknowledge(Burst *self, PyObject *ack, const int64_t values[3]) {
+    if (ack == NULL) {
+        return producer_api->sent_and_acked(self->core, values[0], values[1], values[2]);
+    }
     PyObject *args[2] = {NULL, Py_None};
     PyObject *done = PyObject_Vectorcall(ack, args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (done == NULL) {
@@ -297,9 +333,11 @@ static PyObject *burst_send(Burst *self, int64_t first, int64_t end, int64_t sta
             Py_DECREF(key);
             return NULL;
         }
-        const int64_t bound[3] = {message_id, intended, now};
-        PyObject *ack = call_with_int64s(self->bind, bound, 3);
-        if (ack == NULL) {
+        const int64_t values[3] = {message_id, intended, now};
+        /* a ProducerCore acknowledging as the call returns needs no ack object */
+        int unboxed = self->core != NULL && target->ack_at < 0;
+        PyObject *ack = unboxed ? NULL : bound(self, values);
+        if (ack == NULL && !unboxed) {
             Py_DECREF(key);
             return NULL;
         }
@@ -307,7 +345,7 @@ static PyObject *burst_send(Burst *self, int64_t first, int64_t end, int64_t sta
         PyObject *value = stamped(payload, message_id, intended_wall);
         if (value == NULL) {
             Py_DECREF(key);
-            Py_DECREF(ack);
+            Py_XDECREF(ack);
             return NULL;
         }
         PyObject **args = target->args + 1;
@@ -319,13 +357,15 @@ static PyObject *burst_send(Burst *self, int64_t first, int64_t end, int64_t sta
         PyObject *returned = PyObject_Vectorcall(
             target->call, args, (size_t)target->nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         if (returned == NULL) {
-            return failure(index, key, value, ack);
+            /* the resend needs the message's ack: bound now, as the Python loop bound it */
+            return unboxed ? failure_bound(self, index, key, value, values)
+                           : failure(index, key, value, ack);
         }
         Py_DECREF(returned);
-        int failed = target->ack_at < 0 && acknowledge(ack) < 0;
+        int failed = target->ack_at < 0 && acknowledge(self, ack, values) < 0;
         Py_DECREF(key);
         Py_DECREF(value);
-        Py_DECREF(ack);
+        Py_XDECREF(ack);
         if (failed) {
             return NULL;
         }
@@ -393,6 +433,10 @@ static struct PyModuleDef burst_module = {
 PyMODINIT_FUNC PyInit__burst(void) {
     if (PyType_Ready(&BurstType) < 0) {
         return NULL;
+    }
+    producer_api = PyCapsule_Import(PRODUCER_API_CAPSULE, 0);
+    if (producer_api == NULL) {
+        PyErr_Clear(); /* no compiled recorders: bind is called as any callable */
     }
     PyObject *module = PyModule_Create(&burst_module);
     if (module == NULL) {

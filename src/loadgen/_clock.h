@@ -30,4 +30,18 @@ static inline int as_int64(PyObject *value, int64_t *out) {
     return 0;
 }
 
+/* loadgen._hotpath's producer recording as loadgen._burst calls it, with no Python object per
+ * message: the capsule loadgen._hotpath.PRODUCER_API. */
+typedef struct {
+    /* the ProducerCore whose bind `bind` is (borrowed), or NULL for any other callable */
+    PyObject *(*core_of)(PyObject *bind);
+    /* core.bind(message_id, intended_ns, sent_ns): a new Ack, the publish delay recorded */
+    PyObject *(*bind)(PyObject *core, int64_t message_id, int64_t intended_ns, int64_t sent_ns);
+    /* bind and ack(None) in one go, for a client call that is its own acknowledgement */
+    int (*sent_and_acked)(PyObject *core, int64_t message_id, int64_t intended_ns,
+                          int64_t sent_ns);
+} ProducerApi;
+
+#define PRODUCER_API_CAPSULE "loadgen._hotpath.PRODUCER_API"
+
 #endif

@@ -421,33 +421,71 @@ static int producer_init(ProducerCore *self, PyObject *args, PyObject *kwargs) {
     return 0;
 }
 
+/* Records the publish delay (sent - intended): the first half of a message's recording. */
+static int producer_sent(ProducerCore *core, int64_t intended_ns, int64_t sent_ns) {
+    int64_t delay;
+    if (difference(sent_ns, intended_ns, &delay) < 0 || nonnegative(delay, "publish delay") < 0) {
+        return -1;
+    }
+    Py_ssize_t at = counts_index(&core->delay.layout, delay);
+    if (histogram_reserve(&core->delay, at) < 0) {
+        return -1;
+    }
+    histogram_count(&core->delay, at);
+    return 0;
+}
+
+static PyObject *bind_values(PyObject *core, int64_t message_id, int64_t intended_ns,
+                             int64_t sent_ns) {
+    Ack *ack = PyObject_New(Ack, &AckType);
+    if (ack == NULL) {
+        return NULL;
+    }
+    if (producer_sent((ProducerCore *)core, intended_ns, sent_ns) < 0) {
+        PyObject_Free(ack);
+        return NULL;
+    }
+    ack->core = (ProducerCore *)Py_NewRef(core);
+    ack->message_id = message_id;
+    ack->intended_ns = intended_ns;
+    ack->sent_ns = sent_ns;
+    return (PyObject *)ack;
+}
+
+static int sent_and_acked(PyObject *core, int64_t message_id, int64_t intended_ns,
+                          int64_t sent_ns) {
+    ProducerCore *producer = (ProducerCore *)core;
+    if (producer_sent(producer, intended_ns, sent_ns) < 0) {
+        return -1;
+    }
+    return producer_ack(producer, message_id, intended_ns, sent_ns, Py_None);
+}
+
 /* bind(message_id, intended_ns, sent_ns) -> Ack; records the publish delay (sent - intended). */
 static PyObject *producer_bind(ProducerCore *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "bind(message_id, intended_ns, sent_ns)");
         return NULL;
     }
-    int64_t message_id, intended_ns, sent_ns, delay;
+    int64_t message_id, intended_ns, sent_ns;
     if (as_int64(args[0], &message_id) < 0 || as_int64(args[1], &intended_ns) < 0 ||
-        as_int64(args[2], &sent_ns) < 0 || difference(sent_ns, intended_ns, &delay) < 0 ||
-        nonnegative(delay, "publish delay") < 0) {
+        as_int64(args[2], &sent_ns) < 0) {
         return NULL;
     }
-    Py_ssize_t at = counts_index(&self->delay.layout, delay);
-    if (histogram_reserve(&self->delay, at) < 0) {
-        return NULL;
+    return bind_values((PyObject *)self, message_id, intended_ns, sent_ns);
+}
+
+static PyTypeObject ProducerCoreType;
+
+static PyObject *core_of(PyObject *bind) {
+    if (PyCFunction_Check(bind) &&
+        PyCFunction_GET_FUNCTION(bind) == (PyCFunction)(void (*)(void))producer_bind) {
+        PyObject *owner = PyCFunction_GET_SELF(bind);
+        if (owner != NULL && PyObject_TypeCheck(owner, &ProducerCoreType)) {
+            return owner;
+        }
     }
-    Ack *ack = PyObject_New(Ack, &AckType);
-    if (ack == NULL) {
-        return NULL;
-    }
-    histogram_count(&self->delay, at);
-    Py_INCREF(self);
-    ack->core = self;
-    ack->message_id = message_id;
-    ack->intended_ns = intended_ns;
-    ack->sent_ns = sent_ns;
-    return (PyObject *)ack;
+    return NULL;
 }
 
 /* on_done(message_id, intended_ns, sent_ns, error, *client_args): the unbound form. */
@@ -842,15 +880,20 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     if (module == NULL) {
         return NULL;
     }
+    static ProducerApi api = {core_of, bind_values, sent_and_acked};
     PyObject *unstamped = PyLong_FromLongLong(UNSTAMPED_BELOW);
-    if (unstamped == NULL ||
+    PyObject *capsule = PyCapsule_New(&api, PRODUCER_API_CAPSULE, NULL);
+    if (unstamped == NULL || capsule == NULL ||
+        PyModule_AddObjectRef(module, "PRODUCER_API", capsule) < 0 ||
         PyModule_AddObjectRef(module, "ProducerCore", (PyObject *)&ProducerCoreType) < 0 ||
         PyModule_AddObjectRef(module, "ConsumerCore", (PyObject *)&ConsumerCoreType) < 0 ||
         PyModule_AddObjectRef(module, "UNSTAMPED_BELOW", unstamped) < 0) {
         Py_XDECREF(unstamped);
+        Py_XDECREF(capsule);
         Py_DECREF(module);
         return NULL;
     }
     Py_DECREF(unstamped);
+    Py_DECREF(capsule);
     return module;
 }

@@ -16,6 +16,7 @@ import tracemalloc
 import pytest
 
 from drivers.memory import Driver as MemoryDriver
+from loadgen import recorder as recorders
 from loadgen.driver import ACK, KEY, VALUE, PrefixedSend, TopicSpec
 from loadgen.recorder import ProducerRecorder
 from loadgen.spec.driver_spec import DriverSpec
@@ -200,6 +201,56 @@ def test_a_call_that_raises_ends_the_compiled_burst_and_names_its_message():
     assert key == b"k4" and ack is bind.acks[3] and read_prefix(value)[1] == 3
     assert len(producer.calls) == 3 and len(bind.bound) == 4  # nothing after it was bound
     assert ack.results == []
+
+
+class RefusingStore(Stores):
+    """A store that refuses the calls numbered in ``refused_at`` once each; the resend stores
+    the message and acknowledges it, as a driver whose client acknowledges as it returns."""
+
+    def __init__(self, refused_at):
+        super().__init__()
+        self.refused_at = set(refused_at)
+        self.attempts = 0
+
+    def store(self, value, key):
+        self.attempts += 1
+        if self.attempts - 1 in self.refused_at:
+            raise BufferError("store full")
+        self.calls.append(value)
+
+    def send(self, key, payload, on_done, message_id, intended_ns):
+        value = self._stamped(payload, time.time_ns(), message_id, intended_ns)
+        try:
+            self.store(value, key)
+        except BufferError as error:
+            self.resend(error, key, value, on_done)
+        else:
+            on_done(None)
+
+    def prefixed_send(self):
+        return PrefixedSend(self.store, (VALUE, KEY), self.resend)
+
+    def resend(self, error, key, value, on_done):
+        self.resent.append(read_prefix(value)[1])
+        self.calls.append(value)
+        on_done(None)
+
+
+@pytest.mark.skipif(not recorders.COMPILED, reason="the compiled recorders are not in use")
+@pytest.mark.parametrize("refused_at", [(), (0, 3, 4)])
+def test_a_compiled_recorder_records_each_message_once_without_an_ack_object(
+    burst_engine, refused_at
+):
+    """The C burst records a compiled recorder's messages in C (no ack object, no boxed ints)
+    where the call is its own acknowledgement; a refused message is bound for its resend."""
+    producer, recorder = RefusingStore(refused_at), ProducerRecorder()
+    send_all([producer], 10, bind=recorder.bind)
+    sample = recorder.take()
+    assert sample.acked_ids().tolist() == [read_prefix(v)[1] for v in producer.calls]
+    assert sorted(sample.acked_ids().tolist()) == list(range(10))
+    assert producer.resent == list(refused_at)
+    assert sample.publish.total == sample.publish_delay.total == 10
+    assert sample.publish_from_intended.total == 10 and sample.errors == 0
 
 
 def test_a_message_the_client_refused_is_resent_once_in_its_place(burst_engine):

@@ -41,10 +41,8 @@ from loadgen.testing.tansu import start_tansu
 PRODUCER = {"acks": "all", "linger.ms": "5", "batch.size": "131072"}
 CONSUMER = {"fetch.wait.max.ms": "5"}
 QUANTILES = (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999))
-LOADGEN_FIELDS = {
-    "publish": {"p50": "50pct", "p99": "99pct", "p99.9": "999pct"},
-    "e2e": {"p50": "50pct", "p99": "99pct", "p99.9": "999pct"},
-}
+RESULT_SUFFIXES = {"p50": "50pct", "p99": "99pct", "p99.9": "999pct"}
+"""The result JSON's field suffix of each percentile (``aggregatedPublishLatency50pct``...)."""
 CONSUMER_START_S = 3.0
 """Time the native consumer gets to join its partition before the producer starts."""
 
@@ -57,6 +55,11 @@ def nearest_rank(values: list[float], q: float) -> float:
 def percentiles_ms(path: Path, skip: int) -> dict[str, float]:
     micros = [float(line) for line in path.read_text().split()][skip:]
     return {name: nearest_rank(micros, q) / 1000 for name, q in QUANTILES} | {"n": len(micros)}
+
+
+def properties(pairs: dict[str, str]) -> str:
+    """``pairs`` as a driver file's client properties (``key=value`` lines)."""
+    return "\n".join(f"{key}={value}" for key, value in pairs.items())
 
 
 def settings(pairs: dict[str, str]) -> list[str]:
@@ -110,13 +113,10 @@ def loadgen_run(broker: str, args: argparse.Namespace, folder: Path) -> dict:
         "driver": "kafka",
         "replicationFactor": 1,
         "commonConfig": f"bootstrap.servers={broker}",
-        "producerConfig": "\n".join(f"{k}={v}" for k, v in PRODUCER.items()),
-        "consumerConfig": "\n".join(
-            f"{k}={v}"
-            for k, v in {"auto.offset.reset": "earliest", "enable.auto.commit": "false"}.items()
-        )
-        + "\n"
-        + "\n".join(f"{k}={v}" for k, v in CONSUMER.items()),
+        "producerConfig": properties(PRODUCER),
+        "consumerConfig": properties(
+            {"auto.offset.reset": "earliest", "enable.auto.commit": "false", **CONSUMER}
+        ),
     }
     (folder / "workload.yaml").write_text(yaml.safe_dump(workload))
     (folder / "driver.yaml").write_text(yaml.safe_dump(driver))
@@ -136,7 +136,7 @@ def loadgen_run(broker: str, args: argparse.Namespace, folder: Path) -> dict:
     latency = {
         side: {
             name: result[f"aggregated{prefix}Latency{suffix}"]
-            for name, suffix in LOADGEN_FIELDS[side].items()
+            for name, suffix in RESULT_SUFFIXES.items()
         }
         for side, prefix in (("publish", "Publish"), ("e2e", "EndToEnd"))
     }

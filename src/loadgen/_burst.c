@@ -18,6 +18,12 @@
  * an ack slot. A call that raises ends the burst and is returned, not raised: the Python side
  * hands that message to the driver's resend.
  *
+ * When `bind` is a compiled recorder's (loadgen._hotpath's ProducerCore.bind), bind goes
+ * through its C interface (the capsule PRODUCER_API) with no ints boxed; and for a call without
+ * an ack slot nothing is bound before the call: after it returns, the publish delay and the
+ * acknowledgement are recorded in one C call (no ack object), and if it raises, the message is
+ * bound then, for the resend. The values recorded are the same.
+ *
  * Clocks: CLOCK_MONOTONIC is what time.perf_counter_ns() reads on Linux, CLOCK_REALTIME what
  * time.time_ns() reads; setup.py builds this file only where Python reports those two clocks.
  */

@@ -17,12 +17,13 @@ PYTHON_READS_THE_C_CLOCKS = (
     and time.get_clock_info("time").implementation == "clock_gettime(CLOCK_REALTIME)"
 )
 
-CLOCK_H = "src/loadgen/_clock.h"
-"""What both modules share (the clocks, int conversion, the stamp prefix's layout)."""
+HEADERS = [f"src/loadgen/{name}.h" for name in ("_clock", "_column", "_idmap", "_receipts")]
+"""What the modules include: the clocks, int conversion and the stamp prefix's layout (both);
+columns, the id map and the subscription's receipts (the recorders)."""
 
 setup(
     ext_modules=[
-        Extension(f"loadgen.{name}", [f"src/loadgen/{name}.c"], depends=[CLOCK_H], optional=True)
+        Extension(f"loadgen.{name}", [f"src/loadgen/{name}.c"], depends=HEADERS, optional=True)
         for name in ("_hotpath", "_burst")
     ]
     if PYTHON_READS_THE_C_CLOCKS

@@ -23,53 +23,8 @@
 #include <time.h>
 
 #include "_clock.h"
-
-typedef struct {
-    int64_t *data;
-    Py_ssize_t len;
-    Py_ssize_t cap;
-} Column;
-
-/* Room for n more values, so a row of several columns is stored all or none. */
-static int column_reserve(Column *column, Py_ssize_t n) {
-    if (column->len + n <= column->cap) {
-        return 0;
-    }
-    Py_ssize_t cap = column->cap ? column->cap : 4096;
-    while (cap < column->len + n) {
-        cap *= 2;
-    }
-    int64_t *grown = PyMem_Realloc(column->data, (size_t)cap * sizeof(int64_t));
-    if (grown == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    column->data = grown;
-    column->cap = cap;
-    return 0;
-}
-
-/* Store a value where column_reserve made room. */
-static inline void column_store(Column *column, int64_t value) {
-    column->data[column->len++] = value;
-}
-
-/* A copy of the column's values as bytes; the column is left as it is. */
-static PyObject *column_copy(const Column *column) {
-    return PyBytes_FromStringAndSize((const char *)column->data,
-                                     column->len * (Py_ssize_t)sizeof(int64_t));
-}
-
-/* Empty the column (a buffer far bigger than what it held is given back, so one burst does not
- * keep its memory for the rest of the run). Allocates nothing, so it cannot fail. */
-static void column_reset(Column *column) {
-    if (column->cap > 65536 && column->len < column->cap / 4) {
-        PyMem_Free(column->data);
-        column->data = NULL;
-        column->cap = 0;
-    }
-    column->len = 0;
-}
+#include "_column.h"
+#include "_receipts.h"
 
 static int difference(int64_t a, int64_t b, int64_t *out) {
     if (__builtin_sub_overflow(a, b, out)) {
@@ -572,14 +527,17 @@ static PyTypeObject ProducerCoreType = {
 /* A latency below this is a message without a send time (loadgen.driver.NO_SEND_TIME_NS): it
  * is counted received, in no histogram, and not as clock skew. */
 #define UNSTAMPED_BELOW (-(INT64_C(1) << 62))
-#define SEQ_BITS 40
 
 typedef struct {
     PyObject_HEAD
     Histogram e2e;
     Histogram from_intended;
     Histogram uncorrected;
-    Column identities; /* (message id, partition) per delivery, in arrival order */
+    Column identities; /* (message id, partition) per delivery, in arrival order, when the
+                          accounting is not kept here (no receipts) */
+    Receipts *receipts; /* the subscription's, shared with its other consumers; or NULL */
+    IdMap highest;      /* stream (producer, partition + 1) -> the highest seq delivered */
+    long long received; /* deliveries since the last take */
     int64_t *shifts;   /* per producer number: ns to subtract (this worker's clock offset
                           minus that producer's worker's); NULL while clocks are not corrected */
     Py_ssize_t shift_count;
@@ -594,24 +552,73 @@ static void consumer_dealloc(ConsumerCore *self) {
     histogram_free(&self->uncorrected);
     PyMem_Free(self->identities.data);
     PyMem_Free(self->shifts);
+    Py_XDECREF(self->receipts);
+    idmap_free(&self->highest);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* ConsumerCore(layout): the end-to-end metrics' layout. */
+/* ConsumerCore(layout, receipts=None): the end-to-end metrics' layout; the subscription's
+ * Receipts to keep the accounting in as deliveries come, else each delivery's identity is
+ * handed over. */
 static int consumer_init(ConsumerCore *self, PyObject *args, PyObject *kwargs) {
-    PyObject *given;
+    PyObject *given, *receipts = Py_None;
     Layout layout;
     if (self->e2e.pages != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "a ConsumerCore is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "O:ConsumerCore", &given) || layout_from(given, &layout) < 0 ||
+    if (!PyArg_ParseTuple(args, "O|O:ConsumerCore", &given, &receipts)) {
+        return -1;
+    }
+    if (receipts != Py_None && !PyObject_TypeCheck(receipts, &ReceiptsType)) {
+        PyErr_SetString(PyExc_TypeError, "ConsumerCore(layout, receipts): a Receipts or None");
+        return -1;
+    }
+    if (layout_from(given, &layout) < 0 ||
         histogram_init(&self->e2e, &layout) < 0 ||
         histogram_init(&self->from_intended, &layout) < 0 ||
         histogram_init(&self->uncorrected, &layout) < 0) {
         return -1;
     }
+    self->receipts = receipts == Py_None ? NULL : (Receipts *)Py_NewRef(receipts);
     return 0;
+}
+
+/* Room for what consumer_account stores for message_id. */
+static int consumer_account_prepare(ConsumerCore *core, int64_t message_id) {
+    if (core->receipts == NULL) {
+        return column_reserve(&core->identities, 2);
+    }
+    if (message_id == NO_MESSAGE_ID) {
+        return 0;
+    }
+    return idmap_reserve(&core->highest) < 0 ? -1 : receipts_prepare(core->receipts, message_id);
+}
+
+/* The delivery's identity: handed over as it is, or accounted here (order on its stream, then
+ * the subscription's receipts). */
+static void consumer_account(ConsumerCore *core, int64_t message_id, int64_t partition) {
+    core->received++;
+    if (core->receipts == NULL) {
+        column_store(&core->identities, message_id);
+        column_store(&core->identities, partition);
+        return;
+    }
+    if (message_id == NO_MESSAGE_ID) {
+        core->receipts->unidentified++;
+        return;
+    }
+    int64_t seq = message_id & SEQ_MASK;
+    int64_t stream = (message_id & ~SEQ_MASK) | (partition + 1);
+    int64_t *highest = idmap_find(&core->highest, stream);
+    if (highest == NULL) {
+        idmap_insert(&core->highest, stream, seq);
+    } else if (seq < *highest) {
+        column_store(&core->receipts->late, partition);
+    } else {
+        *highest = seq;
+    }
+    receipts_note(core->receipts, message_id, partition);
 }
 
 static int64_t shift_of(const ConsumerCore *core, int64_t message_id) {
@@ -643,7 +650,7 @@ static int consumer_record(ConsumerCore *core, Py_ssize_t size, int64_t sent_ns,
     if ((at >= 0 && histogram_reserve(&core->e2e, at) < 0) ||
         (at_intended >= 0 && histogram_reserve(&core->from_intended, at_intended) < 0) ||
         (at_raw >= 0 && histogram_reserve(&core->uncorrected, at_raw) < 0) ||
-        column_reserve(&core->identities, 2) < 0) {
+        consumer_account_prepare(core, message_id) < 0) {
         return -1;
     }
     if (at >= 0) {
@@ -659,8 +666,7 @@ static int consumer_record(ConsumerCore *core, Py_ssize_t size, int64_t sent_ns,
     } else if (corrected && raw > UNSTAMPED_BELOW) {
         core->negative_uncorrected++;
     }
-    column_store(&core->identities, message_id);
-    column_store(&core->identities, partition);
+    consumer_account(core, message_id, partition);
     core->bytes_total += size;
     return 0;
 }
@@ -775,35 +781,47 @@ static PyObject *consumer_correct_clocks(ConsumerCore *self, PyObject *shifts) {
 }
 
 /* take() -> ((index, counts) of endToEnd, of endToEndFromIntended, of endToEndUncorrected,
- * identities, negative, negative uncorrected) since the last take; all or nothing. */
+ * identities, negative, negative uncorrected, deliveries) since the last take; all or
+ * nothing. */
 static PyObject *consumer_take(ConsumerCore *self, PyObject *unused) {
     Histogram *histograms[] = {&self->e2e, &self->from_intended, &self->uncorrected};
-    PyObject *taken = histograms_taken(histograms, 6);
+    PyObject *taken = histograms_taken(histograms, 7);
     if (taken == NULL) {
         return NULL;
     }
     PyObject *items[] = {column_copy(&self->identities), PyLong_FromLongLong(self->negative),
-                         PyLong_FromLongLong(self->negative_uncorrected)};
-    for (Py_ssize_t i = 0; i < 3; i++) {
+                         PyLong_FromLongLong(self->negative_uncorrected),
+                         PyLong_FromLongLong(self->received)};
+    for (Py_ssize_t i = 0; i < 4; i++) {
         if (items[i] == NULL) {
-            for (Py_ssize_t j = 0; j < 3; j++) {
+            for (Py_ssize_t j = 0; j < 4; j++) {
                 Py_XDECREF(items[j]);
             }
             Py_DECREF(taken);
             return NULL;
         }
     }
-    for (Py_ssize_t i = 0; i < 3; i++) {
+    for (Py_ssize_t i = 0; i < 4; i++) {
         PyTuple_SET_ITEM(taken, 3 + i, items[i]);
+    }
+    for (Py_ssize_t i = 0; i < 3; i++) {
         histogram_reset(histograms[i]);
     }
     column_reset(&self->identities);
     self->negative = self->negative_uncorrected = 0;
+    self->received = 0;
     return taken;
 }
 
+/* forget_order(): every stream's order starts again (the readiness probe's deliveries are not
+ * the run's). */
+static PyObject *consumer_forget_order(ConsumerCore *self, PyObject *unused) {
+    idmap_free(&self->highest);
+    Py_RETURN_NONE;
+}
+
 static PyObject *consumer_received(ConsumerCore *self, void *unused) {
-    return PyLong_FromSsize_t(self->identities.len / 2);
+    return PyLong_FromLongLong(self->received);
 }
 
 static PyMethodDef consumer_methods[] = {
@@ -818,6 +836,8 @@ static PyMethodDef consumer_methods[] = {
      "correct_clocks(shifts): ns to subtract per producer number, as bytes of int64."},
     {"take", (PyCFunction)consumer_take, METH_NOARGS,
      "The end-to-end histograms, identities and negative counts since the last take."},
+    {"forget_order", (PyCFunction)consumer_forget_order, METH_NOARGS,
+     "Start every stream's order check again."},
     {NULL},
 };
 
@@ -835,7 +855,7 @@ static PyMemberDef consumer_members[] = {
 static PyTypeObject ConsumerCoreType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "loadgen._hotpath.ConsumerCore",
-    .tp_doc = "ConsumerCore(layout): the consumer recorder's histograms and per-delivery entry "
+    .tp_doc = "ConsumerCore(layout, receipts=None): the consumer recorder's histograms and per-delivery entry "
               "points.",
     .tp_basicsize = sizeof(ConsumerCore),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -873,7 +893,7 @@ static struct PyModuleDef hotpath_module = {
 
 PyMODINIT_FUNC PyInit__hotpath(void) {
     if (PyType_Ready(&AckType) < 0 || PyType_Ready(&ProducerCoreType) < 0 ||
-        PyType_Ready(&ConsumerCoreType) < 0) {
+        PyType_Ready(&ConsumerCoreType) < 0 || PyType_Ready(&ReceiptsType) < 0) {
         return NULL;
     }
     PyObject *module = PyModule_Create(&hotpath_module);
@@ -887,6 +907,7 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
         PyModule_AddObjectRef(module, "PRODUCER_API", capsule) < 0 ||
         PyModule_AddObjectRef(module, "ProducerCore", (PyObject *)&ProducerCoreType) < 0 ||
         PyModule_AddObjectRef(module, "ConsumerCore", (PyObject *)&ConsumerCoreType) < 0 ||
+        PyModule_AddObjectRef(module, "Receipts", (PyObject *)&ReceiptsType) < 0 ||
         PyModule_AddObjectRef(module, "UNSTAMPED_BELOW", unstamped) < 0) {
         Py_XDECREF(unstamped);
         Py_XDECREF(capsule);

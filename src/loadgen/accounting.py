@@ -2,8 +2,10 @@
 
 A message id is ``(producer number << 40) | seq`` (:func:`message_id_base`), so one sorted set of
 disjoint ``[start, end)`` id ranges holds what a subscription received: in-order delivery keeps
-one range per producer however long the run, and only gaps or reordering add ranges. Work is done
-once per stats interval with numpy, never per message.
+one range per producer however long the run, and only gaps or reordering add ranges. The C
+engine tells new ids from duplicates and late deliveries as they arrive and hands ranges over
+(:class:`Receipt`); the pure-Python engine hands over every delivery's id, counted once per stats
+interval with numpy. Neither does Python work per message.
 
 * duplicates: an id a subscription received more than once (across its consumers, and across
   workers when the coordinator unions every worker's ranges);
@@ -16,7 +18,7 @@ once per stats interval with numpy, never per message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +154,23 @@ class SubscriptionLedger:
 
 
 @dataclass(frozen=True)
+class Receipt:
+    """What one subscription's consumers received in an interval, accounted as it came (the C
+    engine's ``loadgen._hotpath.Receipts``, which keeps the subscription's received ids per
+    producer in a window of bits)."""
+
+    ranges: np.ndarray
+    """``[start, end)`` rows: the ids new to the subscription."""
+    duplicates: np.ndarray
+    """The partition of each delivery of an id received before."""
+    late: np.ndarray
+    """The partition of each delivery a consumer got out of order."""
+    unsure: np.ndarray
+    """``(id, partition)`` rows of deliveries below a window, which the ledger checks."""
+    unidentified: int
+
+
+@dataclass(frozen=True)
 class IntervalCounts:
     duplicates: int = 0
     out_of_order: int = 0
@@ -183,13 +202,33 @@ class Ledger:
         self._producer_topics[number] = topic
         self.acked.setdefault(topic, RangeSet())
 
-    def record(self, deliveries: Sequence[np.ndarray], acked_runs: np.ndarray) -> IntervalCounts:
+    def record(
+        self,
+        deliveries: Sequence[np.ndarray],
+        acked_runs: np.ndarray,
+        receipts: Mapping[tuple[str, str], Receipt] | None = None,
+    ) -> IntervalCounts:
         """Fold one interval in: per consumer (in creation order) its ``(id, partition)`` rows
-        in arrival order, and the ids acknowledged to this worker's producers as ``(first id,
-        count)`` rows of consecutive ids (:attr:`loadgen.recorder.ProducerSample.acked_runs`)."""
+        in arrival order, the ids acknowledged to this worker's producers as ``(first id,
+        count)`` rows of consecutive ids (:attr:`loadgen.recorder.ProducerSample.acked_runs`),
+        and per subscription what was accounted as it came (:class:`Receipt`)."""
         self._record_acks(acked_runs)
         by_subscription: dict[tuple[str, str], list[np.ndarray]] = {}
-        out_of_order = 0
+        out_of_order = found = 0
+        for name, receipt in (receipts or {}).items():
+            ledger = self.subscriptions[name]
+            self.unidentified += receipt.unidentified
+            ledger.out_of_order += len(receipt.late)
+            ledger.note(receipt.late, 1)
+            ledger.duplicates += len(receipt.duplicates)
+            ledger.note(receipt.duplicates, 0)
+            out_of_order += len(receipt.late)
+            found += len(receipt.duplicates)
+            # new to the subscription by construction; the unsure rows are checked against them
+            ranges = RangeSet(receipt.ranges[:, 0], receipt.ranges[:, 1])
+            ledger.received = ledger.received.union(ranges)
+            if len(receipt.unsure):
+                by_subscription[name] = [receipt.unsure]
         for index, rows in enumerate(deliveries):
             known = rows[:, 0] != NO_MESSAGE_ID
             identified = rows if known.all() else rows[known]
@@ -202,7 +241,7 @@ class Ledger:
             self.subscriptions[name].note(late, 1)
             out_of_order += len(late)
             by_subscription.setdefault(name, []).append(identified)
-        duplicates = sum(
+        duplicates = found + sum(
             self._record_received(self.subscriptions[name], np.concatenate(parts))
             for name, parts in by_subscription.items()
         )

@@ -2,7 +2,9 @@
 
 A recorder hands over, per ``take()``, the interval's histograms (microseconds, OMB's layout,
 :mod:`loadgen.hdr_core`) and what the accounting needs per message: the acknowledged ids, each
-delivery's id and partition. So a snapshot merges a few sparse histograms; it bins nothing.
+delivery's id and partition (which the C engine instead accounts as it comes, in the
+subscription's receipts: :func:`subscription_receipts`). So a snapshot merges a few sparse
+histograms; it bins nothing.
 
 Two engines record the same numbers: C (``loadgen._hotpath``, built with the package on Linux
 where a C compiler is found: setup.py builds it only where Python's ``perf_counter`` and
@@ -38,11 +40,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from time import perf_counter_ns, time_ns
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from loadgen import hdr
+from loadgen.accounting import Receipt
 from loadgen.hdr_core import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
@@ -113,12 +116,10 @@ class ConsumerSample:
     """Stamped deliveries whose (corrected) end-to-end latency was negative: clock skew."""
     negative_uncorrected: int
     identities: Int64s
-    """Flat ``(message id, partition)`` pairs in arrival order."""
+    """Flat ``(message id, partition)`` pairs in arrival order; none where the subscription's
+    receipts account them as they come (:func:`subscription_receipts`)."""
+    received: int
     received_bytes: int
-
-    @property
-    def received(self) -> int:
-        return len(self.identities) // 2
 
 
 Ack = Callable[..., None]
@@ -314,7 +315,8 @@ class PythonConsumerRecorder:
 
     __slots__ = ("_bytes_taken", "_carried", "_clocks", "bytes_total", "deliveries")
 
-    def __init__(self) -> None:
+    def __init__(self, receipts: None = None) -> None:
+        """``receipts`` is the C engine's (:func:`subscription_receipts` gives none here)."""
         self.deliveries = array("q")
         self.bytes_total = 0
         self._bytes_taken = 0
@@ -357,6 +359,10 @@ class PythonConsumerRecorder:
         uncorrected end-to-end latency too."""
         self._clocks = table
 
+    def discard(self) -> int:
+        """Drop what was recorded (the readiness probe's deliveries); how many there were."""
+        return self.take().received
+
     @property
     def received(self) -> int:
         """Deliveries recorded since the last ``take()`` (read by the progress counters)."""
@@ -383,6 +389,7 @@ class PythonConsumerRecorder:
             _stamped_negatives(e2e),
             _stamped_negatives(raw) if self._clocks is not None else 0,
             array("q", rows[:, MESSAGE_ID:].tobytes()),
+            len(rows),
             total - self._bytes_taken,
         )
         self._carried, self._bytes_taken = [], total
@@ -446,11 +453,12 @@ class CompiledProducerRecorder:
 
 
 class CompiledConsumerRecorder:
-    """:class:`PythonConsumerRecorder`'s interface on the C engine."""
+    """:class:`PythonConsumerRecorder`'s interface on the C engine; given its subscription's
+    receipts, it accounts each delivery's id as it comes instead of handing it over."""
 
-    def __init__(self) -> None:
+    def __init__(self, receipts: Receipts | None = None) -> None:
         assert _hotpath is not None, "loadgen._hotpath is not built"
-        self._core = core = _hotpath.ConsumerCore(core_layout(END_TO_END))
+        self._core = core = _hotpath.ConsumerCore(core_layout(END_TO_END), receipts)
         self.on_message: Callable[[bytes, int, int, int, int], None] = core.on_message
         self.on_prefixed: Callable[[bytes, int], bool] = core.on_prefixed
         self.on_prefixed_many: Callable[[list, int, int], int] = core.on_prefixed_many
@@ -471,8 +479,16 @@ class CompiledConsumerRecorder:
     def received(self) -> int:
         return self._core.received
 
+    def discard(self) -> int:
+        """Drop what was recorded (the readiness probe's deliveries) and the order seen; how
+        many deliveries there were (the receipts are forgotten by their owner)."""
+        received = self.take().received
+        self._core.forget_order()
+        return received
+
     def take(self) -> ConsumerSample:
-        e2e, from_intended, uncorrected, identities, negative, negative_raw = self._core.take()
+        taken = self._core.take()  # all of it, or an error
+        e2e, from_intended, uncorrected, identities, negative, negative_raw, received = taken
         total = self._core.bytes_total
         sample = ConsumerSample(
             _histogram(END_TO_END, e2e),
@@ -481,10 +497,34 @@ class CompiledConsumerRecorder:
             negative,
             negative_raw,
             _int64s(identities),
+            received,
             total - self._bytes_taken,
         )
         self._bytes_taken = total
         return sample
+
+
+Receipts = Any
+"""``loadgen._hotpath.Receipts``: what one subscription's consumers on this worker received,
+kept as they receive it (C, a window of bits per producer)."""
+
+
+def subscription_receipts() -> Receipts | None:
+    """New receipts for one subscription's consumers, or None on the pure-Python engine,
+    whose consumers hand each delivery's id over to :class:`loadgen.accounting.Ledger`."""
+    return _hotpath.Receipts() if COMPILED else None
+
+
+def receipt_of(receipts: Receipts) -> Receipt:
+    """What ``receipts`` accounted since it was last taken."""
+    ranges, duplicates, late, unsure, unidentified = receipts.take()
+    return Receipt(
+        np.frombuffer(ranges, np.int64).reshape(-1, 2),
+        np.frombuffer(duplicates, np.int64),
+        np.frombuffer(late, np.int64),
+        np.frombuffer(unsure, np.int64).reshape(-1, 2),
+        unidentified,
+    )
 
 
 PURE_PYTHON_ENV = "LOADGEN_PURE_PYTHON"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from loadgen import hdr
-from loadgen.accounting import Ledger, message_id_base
+from loadgen.accounting import Ledger, Receipt, message_id_base
 from loadgen.cpu_use import CpuMeter
 from loadgen.driver import (
     NO_MESSAGE_ID,
@@ -31,7 +31,10 @@ from loadgen.recorder import (
     ENGINE,
     ConsumerRecorder,
     ProducerRecorder,
+    Receipts,
     pairs,
+    receipt_of,
+    subscription_receipts,
 )
 from loadgen.stats import (
     END_TO_END,
@@ -119,6 +122,8 @@ class LocalWorker:
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._consumer_recorders: list[ConsumerRecorder] = []
+        self._receipts: dict[Subscription, Receipts] = {}
+        """Per subscription, what its consumers received (the C engine keeps it as they do)."""
         self._catch_up: list[bool] = []
         """Per consumer: does it belong to a catch-up subscription (paused to build a backlog)?"""
         self._producer_recorder = ProducerRecorder()
@@ -160,7 +165,10 @@ class LocalWorker:
         (seconds, :func:`loadgen.spec.consumer_delay.delay_pool`) each consumer sleeps after
         every message; without, the recorder is the callback itself."""
         for topic, subscription in subscriptions:
-            recorder = ConsumerRecorder()
+            receipts = self._receipts.get((topic, subscription)) or subscription_receipts()
+            if receipts is not None:
+                self._receipts[(topic, subscription)] = receipts
+            recorder = ConsumerRecorder(receipts)
             if self._clocks is not None:
                 recorder.correct_clocks(self._clocks)
             on_message = delayed(recorder.on_message, delays) if delays else recorder.on_message
@@ -231,7 +239,9 @@ class LocalWorker:
 
     def end_probe(self) -> None:
         """Count the probe messages in the totals and drop their latencies."""
-        counts = [recorder.take().received for recorder in self._consumer_recorders]
+        counts = [recorder.discard() for recorder in self._consumer_recorders]
+        for receipts in self._receipts.values():
+            receipts.forget()
         received = sum(counts)
         self.totals.received_catch_up += sum(self._of_catch_up(counts))
         self.totals.probe_received = received
@@ -305,7 +315,7 @@ class LocalWorker:
         produced = self._producer_recorder.take()
         consumed = [recorder.take() for recorder in self._consumer_recorders]
         identities = [pairs(each.identities) for each in consumed]
-        counts = self.ledger.record(identities, pairs(produced.acked_runs))
+        counts = self.ledger.record(identities, pairs(produced.acked_runs), self._receipts_taken())
         sent, received = produced.acked_count, sum(each.received for each in consumed)
         negative = sum(each.negative for each in consumed)
         catch_up = self._of_catch_up(consumed)
@@ -374,7 +384,10 @@ class LocalWorker:
         Read after the broker was asked, it may be counted unread too: the accounting then
         calls that many fewer messages lost (the reads of the milliseconds the question took)."""
         rows = [pairs(each.take().identities) for each in self._consumer_recorders]
-        self.ledger.record(rows, np.empty((0, 2), np.int64))
+        self.ledger.record(rows, np.empty((0, 2), np.int64), self._receipts_taken())
+
+    def _receipts_taken(self) -> dict[Subscription, Receipt]:
+        return {name: receipt_of(receipts) for name, receipts in self._receipts.items()}
 
     @property
     def worker_intervals(self) -> dict[str, list[IntervalStats]]:

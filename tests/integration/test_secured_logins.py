@@ -202,6 +202,30 @@ def test_the_kafka_login_written_other_ways_runs_the_same(endpoints, rewrite, tm
     assert result["totalMessagesReceived"] == result["totalMessagesSent"]
 
 
+def as_documented(text: str) -> dict:
+    """A driver file with what differs per start (port, folder, secret) as the docs write it."""
+    text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
+    text = re.sub(r'password="[^"]+"', 'password="<generated>"', text)
+    text = re.sub(r"token:\S+", "token:<generated>", text)
+    text = re.sub(r"(location=|FilePath: )\S+/", r"\1FOLDER/", text)
+    return yaml.safe_load(text)
+
+
+def test_the_docs_show_the_printed_driver_file(secured):
+    kind, _, driver_file = secured
+    docs = (Path(__file__).parents[2] / "docs" / "security.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", docs, re.DOTALL)
+    [shown] = [block for block in blocks if f"name: {kind}-secure-local" in block]
+    assert as_documented(shown) == as_documented(driver_file.read_text())
+
+
+def test_a_stopped_endpoint_is_exit_3_not_a_login_or_tls_failure(secured, tmp_path):
+    _, address, driver_file = secured
+    closed = f"127.0.0.1:{free_port()}"
+    done, seconds = run(tmp_path, yaml.safe_load(driver_file.read_text().replace(address, closed)))
+    assert_refused(done, seconds, 3, closed, says="unreachable")
+
+
 def test_a_probe_logs_in_with_the_printed_driver_file(secured, tmp_path):
     kind, address, driver_file = secured
     url = f"kafka+ssl://{address}" if kind == "kafka" else f"pulsar+ssl://{address}"

@@ -584,20 +584,25 @@ static int consumer_init(ConsumerCore *self, PyObject *args, PyObject *kwargs) {
     return 0;
 }
 
-/* Room for what consumer_account stores for message_id. */
-static int consumer_account_prepare(ConsumerCore *core, int64_t message_id) {
+/* Room for what consumer_account stores for message_id; *window is the receipts' window to
+ * note it in. */
+static int consumer_account_prepare(ConsumerCore *core, int64_t message_id, Window **window) {
     if (core->receipts == NULL) {
         return column_reserve(&core->identities, 2);
     }
     if (message_id == NO_MESSAGE_ID) {
         return 0;
     }
-    return idmap_reserve(&core->highest) < 0 ? -1 : receipts_prepare(core->receipts, message_id);
+    if (idmap_reserve(&core->highest) < 0) {
+        return -1;
+    }
+    return receipts_prepare(core->receipts, message_id, window);
 }
 
 /* The delivery's identity: handed over as it is, or accounted here (order on its stream, then
- * the subscription's receipts). */
-static void consumer_account(ConsumerCore *core, int64_t message_id, int64_t partition) {
+ * the subscription's receipts, in the window consumer_account_prepare gave). */
+static void consumer_account(ConsumerCore *core, Window *window, int64_t message_id,
+                             int64_t partition) {
     core->received++;
     if (core->receipts == NULL) {
         column_store(&core->identities, message_id);
@@ -618,7 +623,7 @@ static void consumer_account(ConsumerCore *core, int64_t message_id, int64_t par
     } else {
         *highest = seq;
     }
-    receipts_note(core->receipts, message_id, partition);
+    receipts_note(core->receipts, window, message_id, partition);
 }
 
 static int64_t shift_of(const ConsumerCore *core, int64_t message_id) {
@@ -647,10 +652,11 @@ static int consumer_record(ConsumerCore *core, Py_ssize_t size, int64_t sent_ns,
     Py_ssize_t at_intended =
         from_intended >= 0 ? counts_index(&core->from_intended.layout, from_intended) : -1;
     Py_ssize_t at_raw = corrected && raw >= 0 ? counts_index(&core->uncorrected.layout, raw) : -1;
+    Window *window = NULL;
     if ((at >= 0 && histogram_reserve(&core->e2e, at) < 0) ||
         (at_intended >= 0 && histogram_reserve(&core->from_intended, at_intended) < 0) ||
         (at_raw >= 0 && histogram_reserve(&core->uncorrected, at_raw) < 0) ||
-        consumer_account_prepare(core, message_id) < 0) {
+        consumer_account_prepare(core, message_id, &window) < 0) {
         return -1;
     }
     if (at >= 0) {
@@ -666,7 +672,7 @@ static int consumer_record(ConsumerCore *core, Py_ssize_t size, int64_t sent_ns,
     } else if (corrected && raw > UNSTAMPED_BELOW) {
         core->negative_uncorrected++;
     }
-    consumer_account(core, message_id, partition);
+    consumer_account(core, window, message_id, partition);
     core->bytes_total += size;
     return 0;
 }

@@ -99,11 +99,21 @@ static int window_emit_word(Receipts *receipts, Window *window, Py_ssize_t i) {
     return 0;
 }
 
-static int window_emit(Receipts *receipts, Window *window) {
-    for (Py_ssize_t i = window->fresh_lo; i < window->fresh_hi; i++) {
+/* Hand over the fresh bits of words [from, to) that may hold any. */
+static int window_emit_words(Receipts *receipts, Window *window, Py_ssize_t from, Py_ssize_t to) {
+    from = from > window->fresh_lo ? from : window->fresh_lo;
+    to = to < window->fresh_hi ? to : window->fresh_hi;
+    for (Py_ssize_t i = from; i < to; i++) {
         if (window->fresh[i] && window_emit_word(receipts, window, i) < 0) {
             return -1;
         }
+    }
+    return 0;
+}
+
+static int window_emit(Receipts *receipts, Window *window) {
+    if (window_emit_words(receipts, window, 0, window->words) < 0) {
+        return -1;
     }
     window->fresh_lo = window->fresh_hi = 0;
     return 0;
@@ -127,10 +137,8 @@ static Py_ssize_t window_settled(const Window *window) {
 /* Move the window up by `drop` words, handing over the fresh bits of those it leaves. */
 static int window_drop(Receipts *receipts, Window *window, Py_ssize_t drop) {
     Py_ssize_t gone = drop < window->words ? drop : window->words;
-    for (Py_ssize_t i = 0; i < gone; i++) {
-        if (window->fresh[i] && window_emit_word(receipts, window, i) < 0) {
-            return -1;
-        }
+    if (window_emit_words(receipts, window, 0, gone) < 0) {
+        return -1;
     }
     size_t kept = (size_t)(window->words - gone) * sizeof(uint64_t);
     memmove(window->seen, window->seen + gone, kept);
@@ -259,8 +267,9 @@ static int receipts_new_window(Receipts *receipts, int64_t producer, int64_t seq
 }
 
 /* Everything receipts_note(message_id, ...) and a late partition will store, made room for
- * first; -1 with an error set. */
-static int receipts_prepare(Receipts *receipts, int64_t message_id) {
+ * first; *window is where receipts_note notes it (valid until the receipts change). -1 with
+ * an error set. */
+static int receipts_prepare(Receipts *receipts, int64_t message_id, Window **window) {
     int64_t producer = message_id >> SEQ_BITS, seq = message_id & SEQ_MASK;
     if (column_reserve(&receipts->duplicates, 1) < 0 || column_reserve(&receipts->late, 1) < 0 ||
         column_reserve(&receipts->unsure, 2) < 0) {
@@ -268,20 +277,24 @@ static int receipts_prepare(Receipts *receipts, int64_t message_id) {
     }
     int64_t *index = idmap_find(&receipts->producers, producer);
     if (index == NULL) {
-        return receipts_new_window(receipts, producer, seq);
+        if (receipts_new_window(receipts, producer, seq) < 0) {
+            return -1;
+        }
+        *window = &receipts->windows[receipts->window_count - 1];
+        return 0;
     }
-    Window *window = &receipts->windows[*index];
-    if (seq >= window->base) {
-        return window_fit(receipts, window, seq);
+    *window = &receipts->windows[*index];
+    if (seq >= (*window)->base) {
+        return window_fit(receipts, *window, seq);
     }
-    return window->dropped ? 0 : window_lower(receipts, window, seq);
+    return (*window)->dropped ? 0 : window_lower(receipts, *window, seq);
 }
 
-/* A delivery of message_id (not NO_MESSAGE_ID), after receipts_prepare: new, a duplicate, or
- * one for the ledger to tell. */
-static void receipts_note(Receipts *receipts, int64_t message_id, int64_t partition) {
+/* A delivery of message_id (not NO_MESSAGE_ID) to the window receipts_prepare gave: new, a
+ * duplicate, or one for the ledger to tell. */
+static void receipts_note(Receipts *receipts, Window *window, int64_t message_id,
+                          int64_t partition) {
     int64_t seq = message_id & SEQ_MASK;
-    Window *window = &receipts->windows[*idmap_find(&receipts->producers, message_id >> SEQ_BITS)];
     if (seq < window->base) {
         if (seq >= window->floor) {
             column_store(&receipts->duplicates, partition);

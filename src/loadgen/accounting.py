@@ -148,7 +148,19 @@ class SubscriptionLedger:
     by_partition: dict[int, list[int]] = field(default_factory=dict)
     """partition → [duplicates, out of order], only partitions where either happened."""
 
-    def note(self, partitions: np.ndarray, column: int) -> None:
+    def add_duplicates(self, partitions: np.ndarray) -> int:
+        """Count deliveries (by their partitions) as duplicates; how many."""
+        self.duplicates += len(partitions)
+        self._note(partitions, 0)
+        return len(partitions)
+
+    def add_out_of_order(self, partitions: np.ndarray) -> int:
+        """Count deliveries (by their partitions) as out of order; how many."""
+        self.out_of_order += len(partitions)
+        self._note(partitions, 1)
+        return len(partitions)
+
+    def _note(self, partitions: np.ndarray, column: int) -> None:
         for partition, count in _partition_counts(partitions).items():
             self.by_partition.setdefault(partition, [0, 0])[column] += count
 
@@ -218,12 +230,8 @@ class Ledger:
         for name, receipt in (receipts or {}).items():
             ledger = self.subscriptions[name]
             self.unidentified += receipt.unidentified
-            ledger.out_of_order += len(receipt.late)
-            ledger.note(receipt.late, 1)
-            ledger.duplicates += len(receipt.duplicates)
-            ledger.note(receipt.duplicates, 0)
-            out_of_order += len(receipt.late)
-            found += len(receipt.duplicates)
+            out_of_order += ledger.add_out_of_order(receipt.late)
+            found += ledger.add_duplicates(receipt.duplicates)
             # new to the subscription by construction; the unsure rows are checked against them
             ranges = RangeSet(receipt.ranges[:, 0], receipt.ranges[:, 1])
             ledger.received = ledger.received.union(ranges)
@@ -237,9 +245,7 @@ class Ledger:
                 continue
             name = self.consumer_subscriptions[index]
             late = self._orders[index].out_of_order(identified[:, 0], identified[:, 1])
-            self.subscriptions[name].out_of_order += len(late)
-            self.subscriptions[name].note(late, 1)
-            out_of_order += len(late)
+            out_of_order += self.subscriptions[name].add_out_of_order(late)
             by_subscription.setdefault(name, []).append(identified)
         duplicates = found + sum(
             self._record_received(self.subscriptions[name], np.concatenate(parts))
@@ -267,10 +273,7 @@ class Ledger:
         first = np.concatenate(([True], ids[1:] != ids[:-1]))
         repeated = ~first
         repeated[first] = ledger.received.contains(ids[first])
-        count = int(repeated.sum())
-        if count:
-            ledger.duplicates += count
-            ledger.note(partitions[repeated], 0)
+        count = ledger.add_duplicates(partitions[repeated])
         ledger.received = ledger.received.union(RangeSet.of_ids(ids[first]))
         return count
 

@@ -13,7 +13,7 @@ ARG BASE=python:3.11-slim
 # system site-packages, because Debian's python3 marks those as externally managed.
 FROM ${BASE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-# A C compiler builds loadgen's compiled modules (setup.py; loadgen._hotpath records), with
+# A C compiler builds loadgen's compiled modules (setup.py; loadgen.engine._hotpath records), with
 # Python's headers: the official images carry their own, Debian's python3 has them in
 # libpython3-dev.
 RUN include=$(python3 -c 'import sysconfig; print(sysconfig.get_path("include"))') \

@@ -16,7 +16,7 @@ always goes first (bare, loadgen, run; then loadgen, run, bare; then run, bare, 
 sides simply alternate), and prints per-round rows, medians, and each side's ratios to the
 first side given (loadgen/bare and run/bare by default) of throughput and CPU per message.
 ``--cpu N`` pins each child to CPU ``N`` before either side creates its client (through
-:func:`loadgen.cpus.pin`, what ``loadgen run --cpus`` does; the ``run`` side's process tree
+:func:`loadgen.base.cpus.pin`, what ``loadgen run --cpus`` does; the ``run`` side's process tree
 inherits it); brokers are never pinned.
 """
 
@@ -37,10 +37,10 @@ from pathlib import Path
 
 import yaml
 
-from loadgen.cpus import pin, usable_cpus
-from loadgen.driver import TopicSpec, open_driver
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.worker.local import LocalWorker
+from loadgen.base.cpus import pin, usable_cpus
+from loadgen.driver_api import TopicSpec, open_driver
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.local_worker import LocalWorker
 
 SIDES = ("bare", "loadgen", "run")
 UNREACHABLE_RATE = 10_000_000

@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from loadgen.listeners import Listeners
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
-from loadgen.spec.driver_spec import DriverSpec
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.listeners import Listeners
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec.workload import load_workload
 
 WORKLOAD = (

@@ -18,18 +18,21 @@ from __future__ import annotations
 import argparse
 import secrets
 import statistics
+import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from loadgen.cluster.placement import Placement
-from loadgen.cluster.spawn import announced_url, start_worker_process, stop_worker_processes
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import execute
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test harness
+
+from harness.faketime import INSTALL_HINT, faketime_installed, skewed_env
+from loadgen.distributed.placement import Placement
+from loadgen.distributed.spawn import announced_url, start_worker_process, stop_worker_processes
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.local_brokers.tansu import start_tansu
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import execute
 from loadgen.spec import Workload, load_yaml, parse_model
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.testing.faketime import INSTALL_HINT, faketime_installed, skewed_env
-from loadgen.testing.tansu import start_tansu
 
 ONE_PARTITION = (
     Path(__file__).resolve().parents[1] / "configs/workloads/1-topic-1-partition-1kb.yaml"

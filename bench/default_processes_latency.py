@@ -6,7 +6,7 @@ The old default started one worker process per usable core; on a 2-core box at 1
 made publish and end-to-end latency worse than one process (issue #27). This runs the same
 Kafka workload (1 topic x 16 partitions, 1 KiB, one producer and one consumer, 5 s warm-up) both
 ways, alternating, each on a fresh local tansu: "one per core" (``Placement(processes=N)``) and
-"default" (``Placement(processes=None)``: sized by :mod:`loadgen.cluster.sizing`). It prints
+"default" (``Placement(processes=None)``: sized by :mod:`loadgen.distributed.sizing`). It prints
 each run's process count, publish and end-to-end p99 and the medians per side.
 """
 
@@ -16,12 +16,12 @@ import argparse
 import statistics
 
 import workloads
-from loadgen.cluster.placement import Placement
-from loadgen.cluster.sizing import cpus_here
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import execute
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.testing.tansu import start_tansu
+from loadgen.distributed.placement import Placement
+from loadgen.distributed.sizing import cpus_here
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.local_brokers.tansu import start_tansu
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import execute
 
 
 def one_run(placement: Placement, rate: float, seconds: float) -> dict:

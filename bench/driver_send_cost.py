@@ -29,9 +29,9 @@ import time
 import uuid
 from pathlib import Path
 
-from loadgen.cpus import pin, usable_cpus
-from loadgen.driver import TopicSpec, open_driver
-from loadgen.spec.driver_spec import DriverSpec
+from loadgen.base.cpus import pin, usable_cpus
+from loadgen.driver_api import TopicSpec, open_driver
+from loadgen.driver_api.driver_spec import DriverSpec
 
 POLL_EVERY = 512
 PARTITIONS = 16
@@ -99,14 +99,14 @@ def run_side(side: str, source: Path, args: dict) -> dict:
 
 def start_broker(kind: str):
     if kind == "kafka":
-        from loadgen.testing.tansu import start_tansu
+        from loadgen.local_brokers.tansu import start_tansu
 
         return start_tansu()
     if kind == "pulsar":
-        from loadgen.testing.pulsar import start_pulsar_lite
+        from loadgen.local_brokers.pulsar import start_pulsar_lite
 
         return start_pulsar_lite(default_partitions=PARTITIONS)
-    from loadgen.testing.rabbitmq import start_rabbitmq
+    from loadgen.local_brokers.rabbitmq import start_rabbitmq
 
     return start_rabbitmq()
 

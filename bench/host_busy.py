@@ -7,8 +7,9 @@ Each round runs the same workload (1 topic x 16 partitions, 1 KiB, one producer,
 one process) once per hog count, alternating, with that many ``while True: pass`` processes
 beside it (Kafka against a local tansu, started once). It prints, per run, the rate sent
 against the rate asked, the run's CPU per message, its threads' run-queue wait share and mean
-wait per time slice, and ``hostBusy``: the calibration of :data:`loadgen.cpu_use.HOST_BUSY_SHARE`
-and :data:`loadgen.cpu_use.HOST_BUSY_WAIT_US`.
+wait per time slice, and ``hostBusy``: the calibration of
+:data:`loadgen.base.cpu_use.HOST_BUSY_SHARE`
+and :data:`loadgen.base.cpu_use.HOST_BUSY_WAIT_US`.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ import sys
 from collections.abc import Callable
 
 import workloads
-from loadgen.cluster.placement import Placement
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import execute
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import measured_intervals, sent_per_second
-from loadgen.testing.process import LocalBroker
-from loadgen.testing.rabbitmq import start_rabbitmq
-from loadgen.testing.tansu import start_tansu
+from loadgen.distributed.placement import Placement
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.stats import measured_intervals, sent_per_second
+from loadgen.local_brokers.launch import LocalBroker
+from loadgen.local_brokers.rabbitmq import start_rabbitmq
+from loadgen.local_brokers.tansu import start_tansu
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import execute
 
 HOG = "while True: pass"
 STARTERS: dict[str, Callable[[], LocalBroker]] = {"rabbitmq": start_rabbitmq, "kafka": start_tansu}

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 
 import ab
-from loadgen.driver import TopicSpec
-from loadgen.spec.driver_spec import DriverSpec
+from loadgen.driver_api import TopicSpec
+from loadgen.driver_api.driver_spec import DriverSpec
 
 PRODUCER_SETTINGS = {"acks": "all", "linger.ms": "1", "batch.size": "131072"}
 PARTITIONS = 16
@@ -68,7 +68,7 @@ def main() -> None:
 
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from loadgen.testing.tansu import start_tansu
+    from loadgen.local_brokers.tansu import start_tansu
 
     broker = start_tansu()
     admin = AdminClient({"bootstrap.servers": broker.address})

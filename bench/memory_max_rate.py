@@ -25,10 +25,10 @@ import sys
 import time
 
 import ab
-from loadgen.driver import TopicSpec, open_driver
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.worker.local import LocalWorker
-from loadgen.worker.plan import consumer_subscriptions
+from loadgen.driver_api import TopicSpec, open_driver
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.local_worker import LocalWorker
+from loadgen.engine.plan import consumer_subscriptions
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
 WARMUP_S = 1.0

@@ -3,7 +3,8 @@
 Usage: python bench/pravega_producer_vs_bare.py [--seconds 5] [--rounds 5] [--size 1024]
        [--window 1000] [--cpu N] [--sides bare,loadgen,run] [--no-held]
 
-Starts loadgen's local Pravega (:mod:`loadgen.testing.pravega`: controller and segment store in
+Starts loadgen's local Pravega (:mod:`loadgen.local_brokers.pravega`: controller and segment store
+in
 one Python process, in memory, at most 1 GiB of event data) and makes scope ``bench``, then
 rotates A (bare loop), B (loadgen: ProducerLoop + recorder + Pravega driver + per-second
 binning) and C (the whole ``loadgen run`` process tree) in fresh subprocesses (:mod:`ab`), each
@@ -16,8 +17,10 @@ most ``--window`` events in flight (loadgen: ``producerMaxInFlight``; the bare l
 ``asyncio.Semaphore``), unthrottled for ``--seconds``, measured up to the last acknowledgement.
 
 Both sides get the same explicit window (loadgen's producer also waits on its own beyond 1,000
-unacknowledged events, ``drivers.pravega.producer.MAX_UNACKNOWLEDGED``). loadgen also holds a keyed
-write until its key's previous write is acknowledged (:mod:`drivers.pravega.producer`); the bare
+unacknowledged events, ``loadgen_drivers.pravega.producer.MAX_UNACKNOWLEDGED``). loadgen also holds
+a keyed
+write until its key's previous write is acknowledged (:mod:`loadgen_drivers.pravega.producer`); the
+bare
 loop does not (the client may reorder a key's events). After the rounds, one more loadgen run, not
 in the table, counts how many writes were held (``--no-held`` skips it): it wraps the producer's
 ``write``, which costs CPU per event.
@@ -42,15 +45,15 @@ from typing import Any
 
 import pravega_client
 import psutil
+from loadgen_drivers.pravega import Driver
+from loadgen_drivers.pravega.events import routing_key
 
 import ab
-from drivers.pravega import Driver
-from drivers.pravega.events import routing_key
-from loadgen.driver import TopicSpec
-from loadgen.keys import key_pool
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stop import exit_at_once
-from loadgen.worker.local import LocalWorker
+from loadgen.driver_api import TopicSpec
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.keys import key_pool
+from loadgen.engine.local_worker import LocalWorker
+from loadgen.running.stop import exit_at_once
 
 SCOPE = "bench"
 SEGMENTS = 16
@@ -279,7 +282,7 @@ def main() -> None:
     if known.window < 1:
         sys.exit("--window must be at least 1")
 
-    from loadgen.testing.pravega.launch import start_local_pravega
+    from loadgen.local_brokers.pravega.launch import start_local_pravega
 
     broker = start_local_pravega()
     try:

@@ -5,7 +5,7 @@ Usage: python bench/probe_first_line.py [--rounds 5]
 Starts a local tansu (and RabbitMQ when installed), then per round launches
 ``python -m loadgen probe URL --duration 2s`` as a fresh process and timestamps the first
 stdout line. Prints every round and the median per broker; also the bare interpreter start
-(``python -c pass``) and ``import loadgen.cli`` for scale.
+(``python -c pass``) and ``import loadgen.cli.main`` for scale.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import subprocess
 import sys
 import time
 
-from loadgen.testing.rabbitmq import rabbitmq_installed, start_rabbitmq
-from loadgen.testing.tansu import start_tansu
+from loadgen.local_brokers.rabbitmq import rabbitmq_installed, start_rabbitmq
+from loadgen.local_brokers.tansu import start_tansu
 
 
 def first_line_seconds(url: str) -> float:
@@ -53,7 +53,8 @@ def main() -> None:
     rounds = parser.parse_args().rounds
     report("python -c pass", [command_seconds("-c", "pass") for _ in range(rounds)])
     report(
-        "import loadgen.cli", [command_seconds("-c", "import loadgen.cli") for _ in range(rounds)]
+        "import loadgen.cli.main",
+        [command_seconds("-c", "import loadgen.cli.main") for _ in range(rounds)],
     )
     brokers = [start_tansu()]
     if rabbitmq_installed():

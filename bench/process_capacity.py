@@ -35,10 +35,10 @@ def cpu_seconds() -> float:
 def child(kind: str, config: dict, seconds: float) -> None:
     """One run in this interpreter; prints its counts and CPU as one JSON line."""
     import workloads
-    from loadgen.cluster.placement import Placement
-    from loadgen.request import RunOptions, RunRequest
-    from loadgen.runner import execute
-    from loadgen.spec.driver_spec import DriverSpec
+    from loadgen.distributed.placement import Placement
+    from loadgen.driver_api.driver_spec import DriverSpec
+    from loadgen.running.request import RunOptions, RunRequest
+    from loadgen.running.runner import execute
 
     workload = workloads.one_topic(f"capacity-{kind}", UNREACHABLE_RATE, partitionsPerTopic=8)
     spec = DriverSpec(name=kind.capitalize(), kind=kind, config=config)
@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=15)
     args = parser.parse_args()
-    from loadgen.testing.local import STARTERS
+    from loadgen.local_brokers.catalogue import STARTERS
 
     for kind in args.drivers.split(","):
         with ExitStack() as stack:

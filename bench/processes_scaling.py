@@ -22,12 +22,12 @@ import statistics
 from contextlib import ExitStack
 
 import workloads
-from loadgen.cluster.placement import Placement
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import execute
+from loadgen.distributed.placement import Placement
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.stats import measured_intervals, sent_per_second
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import execute
 from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import measured_intervals, sent_per_second
 
 UNREACHABLE_RATE = 10_000_000
 
@@ -69,13 +69,13 @@ def main() -> None:
     args = parser.parse_args()
     with ExitStack() as stack:
         if args.driver == "kafka":
-            from loadgen.testing.tansu import start_tansu
+            from loadgen.local_brokers.tansu import start_tansu
 
             broker = start_tansu()
             stack.callback(broker.stop)
             spec = DriverSpec(name="Kafka", kind="kafka", config=broker.driver_config)
         elif args.driver == "pulsar":
-            from loadgen.testing.pulsar import start_pulsar_lite
+            from loadgen.local_brokers.pulsar import start_pulsar_lite
 
             broker = start_pulsar_lite()
             stack.callback(broker.stop)

@@ -33,8 +33,8 @@ import psutil
 import pulsar
 
 import ab
-from loadgen.driver import TopicSpec
-from loadgen.spec.driver_spec import DriverSpec
+from loadgen.driver_api import TopicSpec
+from loadgen.driver_api.driver_spec import DriverSpec
 
 PARTITIONS = 16
 PENDING = 1000
@@ -162,7 +162,7 @@ def main() -> None:
     sys.argv = [sys.argv[0], *rest]  # the rest are ab's arguments
     args = ab.parse_args(seconds=10, rounds=3)
 
-    from loadgen.testing.pulsar import start_pulsar_lite
+    from loadgen.local_brokers.pulsar import start_pulsar_lite
 
     broker = start_pulsar_lite(default_partitions=PARTITIONS)
     url = broker.driver_config["client"]["serviceUrl"]

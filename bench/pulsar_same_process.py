@@ -32,9 +32,9 @@ import uuid
 import pulsar
 
 import ab
-from loadgen.cpus import pin, usable_cpus
-from loadgen.driver import TopicSpec, open_driver
-from loadgen.worker.local import LocalWorker
+from loadgen.base.cpus import pin, usable_cpus
+from loadgen.driver_api import TopicSpec, open_driver
+from loadgen.engine.local_worker import LocalWorker
 from pulsar_producer_vs_bare import (
     PARTITIONS,
     bare_loop,
@@ -134,7 +134,7 @@ def main() -> None:
         print(json.dumps(child(args.child, args.slice, args.pairs, args.size, args.cpu)))
         return
 
-    from loadgen.testing.pulsar import start_pulsar_lite
+    from loadgen.local_brokers.pulsar import start_pulsar_lite
 
     broker = start_pulsar_lite(default_partitions=PARTITIONS)
     url = broker.driver_config["client"]["serviceUrl"]

@@ -20,8 +20,8 @@ from collections.abc import Callable
 import pika
 
 import ab
-from loadgen.driver import TopicSpec
-from loadgen.spec.driver_spec import DriverSpec
+from loadgen.driver_api import TopicSpec
+from loadgen.driver_api.driver_spec import DriverSpec
 
 PARTITIONS = 16
 WINDOW = 1000
@@ -115,7 +115,7 @@ def remove(uri: str, topic: str, queues: list[str]) -> None:
 def main() -> None:
     args = ab.parse_args(seconds=5, rounds=5)
 
-    from loadgen.testing.rabbitmq import start_rabbitmq
+    from loadgen.local_brokers.rabbitmq import start_rabbitmq
 
     broker = start_rabbitmq()
     uri = broker.driver_config["amqpUris"][0]

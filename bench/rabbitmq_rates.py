@@ -18,12 +18,12 @@ from pathlib import Path
 
 import psutil
 
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.stats import measured_intervals, sent_per_second
+from loadgen.local_brokers.rabbitmq import start_rabbitmq
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload, load_yaml, parse_model
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import measured_intervals, sent_per_second
-from loadgen.testing.rabbitmq import start_rabbitmq
 
 CLASSIC_WORKLOAD = (
     Path(__file__).resolve().parents[1] / "configs/workloads/1-topic-16-partitions-1kb-10k.yaml"

@@ -2,7 +2,7 @@
 
 Usage: python bench/snapshot_cost.py [--rate 20000] [--seconds 6] [--rounds 3]
 
-A :class:`~loadgen.worker.local.LocalWorker` on the in-process memory driver (one topic, one
+A :class:`~loadgen.engine.local_worker.LocalWorker` on the in-process memory driver (one topic, one
 producer, one consumer, 1 KiB) sends at ``--rate``; each second the script takes a snapshot,
 as the coordinator does, and prints its wall time and the CPU time of the thread that took it.
 The snapshot holds the GIL while it bins the interval, so its time is time the producer loop
@@ -19,9 +19,9 @@ import subprocess
 import sys
 import time
 
-from loadgen.driver import TopicSpec, open_driver
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.worker.local import LocalWorker
+from loadgen.driver_api import TopicSpec, open_driver
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.local_worker import LocalWorker
 
 
 def one_run(rate: float, seconds: int) -> list[tuple[float, float]]:

@@ -45,8 +45,8 @@ from typing import Any
 
 import yaml
 
-from loadgen.testing.local import STARTERS
-from loadgen.testing.process import LocalBroker
+from loadgen.local_brokers.catalogue import STARTERS
+from loadgen.local_brokers.launch import LocalBroker
 
 
 def rss_mb(pid: int) -> float:

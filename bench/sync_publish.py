@@ -16,10 +16,10 @@ import statistics
 
 import loadgen
 import workloads
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.local_brokers.pulsar import start_pulsar_lite
+from loadgen.local_brokers.tansu import start_tansu
 from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.testing.pulsar import start_pulsar_lite
-from loadgen.testing.tansu import start_tansu
 
 
 def workload(rate: float, window: int | None) -> Workload:

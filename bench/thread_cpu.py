@@ -6,7 +6,7 @@ Usage: python bench/thread_cpu.py [--driver memory|kafka] [--consumers 0|1] [--s
 Runs the CLI unthrottled (1 topic x 16 partitions, 1 KiB, one producer, ``--processes 1``, 1-s
 stats intervals; Kafka against a local tansu started once) and reads, once a second, every
 thread's CPU time of the run's process tree from ``/proc/<pid>/task/<tid>/schedstat``, by the
-thread's OS name (loadgen names its Python threads for the OS: :mod:`loadgen.thread_names`).
+thread's OS name (loadgen names its Python threads for the OS: :mod:`loadgen.base.thread_names`).
 ``--display live`` gives the run a terminal (a pty), so the live view draws as a user sees it.
 
 It prints, per thread name, the median and the highest share of a core over the 1-s samples of
@@ -34,8 +34,8 @@ from pathlib import Path
 import yaml
 
 import ab
-from loadgen.driver import TopicSpec
-from loadgen.testing.tansu import start_tansu
+from loadgen.driver_api import TopicSpec
+from loadgen.local_brokers.tansu import start_tansu
 
 HOT = ("producer-loop", "memory-consumer", "kafka-consumer-", "rdk:")
 """Thread names (prefixes) that do the sending and receiving: the client's work, not loadgen's

@@ -1,6 +1,6 @@
 """A griffe extension for the API reference: Sphinx roles in docstrings become code spans.
 
-The docstrings use reST roles (``:class:`~loadgen.errors.ConfigError```) that Markdown shows
+The docstrings use reST roles (``:class:`~loadgen.base.errors.ConfigError```) that Markdown shows
 verbatim; this rewrites each as the code span a reader expects (`` `ConfigError` ``, the last
 part when the target starts with ``~``), leaving the docstrings themselves as they are.
 """

@@ -2,9 +2,9 @@
 
 import pytest
 
-from loadgen.testing.certs import CertSet, make_certs, openssl_installed
-from loadgen.testing.require import unavailable
-from loadgen.testing.timing import SilentPort, start_up_seconds
+from harness.timing import SilentPort, start_up_seconds
+from loadgen.local_brokers.certs import CertSet, make_certs, openssl_installed
+from loadgen.pytest_plugin.require import unavailable
 
 
 @pytest.fixture(scope="session")

@@ -8,10 +8,9 @@ From Python::
     loadgen.assert_slo(result, e2e_p99_ms=5, min_rate=9_900)
 """
 
-__version__ = "0.1.0"
-
 from loadgen.api import arun, driver, run, workload
-from loadgen.result import Latency, Result
-from loadgen.slo import assert_slo
+from loadgen.base.version import __version__
+from loadgen.running.result import Latency, Result
+from loadgen.running.slo import assert_slo
 
 __all__ = ["Latency", "Result", "__version__", "arun", "assert_slo", "driver", "run", "workload"]

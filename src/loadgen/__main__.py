@@ -1,5 +1,5 @@
 """``python -m loadgen`` runs the CLI."""
 
-from loadgen.cli import main
+from loadgen.cli.main import main
 
 main()

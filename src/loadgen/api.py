@@ -1,6 +1,6 @@
 """loadgen from Python: build a workload and a driver config, run it, get a :class:`Result`.
 
-The same validation as the YAML files (a bad field is a :class:`~loadgen.errors.ConfigError`
+The same validation as the YAML files (a bad field is a :class:`~loadgen.base.errors.ConfigError`
 naming it and what is allowed), the same engine and the same result document as ``loadgen run``;
 nothing is printed and nothing is written unless :meth:`Result.save` is called.
 """
@@ -13,27 +13,22 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadgen.cluster.placement import Placement
-from loadgen.driver import load_driver_class
-from loadgen.errors import ConfigError, RunAborted
-from loadgen.hooks import DEFAULT_TIMEOUT_S, make_hooks
-from loadgen.listeners import OnInterval
+from loadgen.base.errors import ConfigError, RunAborted
+from loadgen.distributed.placement import Placement
+from loadgen.driver_api import load_driver_class
+from loadgen.driver_api.driver_file import load_driver_spec
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.listeners import OnInterval
+from loadgen.engine.stats import IntervalStats
+from loadgen.local_brokers.launch import LocalBroker
 from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import DEFAULT_HOST as DEFAULT_METRICS_HOST
 from loadgen.metrics.endpoint import serving
-from loadgen.request import RunOptions, RunRequest
-from loadgen.result import Result, build_result
-from loadgen.runner import execute
-from loadgen.spec import (
-    DriverSpec,
-    Workload,
-    load_driver_spec,
-    load_workload,
-    parse_duration,
-    parse_model,
-)
-from loadgen.stats import IntervalStats
-from loadgen.testing.process import LocalBroker
+from loadgen.running.hooks import DEFAULT_TIMEOUT_S, make_hooks
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.result import Result, build_result
+from loadgen.running.runner import execute
+from loadgen.spec import Workload, load_workload, parse_duration, parse_model
 
 PYTHON_SOURCE = "<python>"
 Duration = float | str
@@ -120,16 +115,16 @@ def run(
     r"""Run one workload against one broker and return what was measured.
 
     ``workload`` and ``driver`` may be objects built here, mappings of YAML fields, paths to
-    YAML files, or (for ``driver``) a :class:`~loadgen.testing.process.LocalBroker`.
+    YAML files, or (for ``driver``) a :class:`~loadgen.local_brokers.launch.LocalBroker`.
     ``duration``/``warmup`` override the workload's minutes. A run cut short (a broker error
-    mid-run, Ctrl-C) raises :class:`~loadgen.errors.RunAborted` whose ``partial`` attribute
+    mid-run, Ctrl-C) raises :class:`~loadgen.base.errors.RunAborted` whose ``partial`` attribute
     holds the Result of what was measured. ``pipeline`` lands every interval in that directory
     for ``loadgen pipeline ingest``, as ``loadgen run --pipeline`` does. ``processes`` > 1
     or ``workers`` (URLs of ``loadgen worker``\ s, with their ``token``) split the run as
     ``loadgen run --processes/--workers`` do; by default it runs in this process.
     ``before_run``/``after_run`` are shell commands run around it as ``--before-run`` and
     ``--after-run`` run them; a failing ``before_run`` raises
-    :class:`~loadgen.hooks.HookFailed` and nothing is started.
+    :class:`~loadgen.running.hooks.HookFailed` and nothing is started.
     ``metrics_port`` serves the run's figures in Prometheus' format while it runs, as
     ``loadgen run --metrics-port`` does (port 0: any free one, logged by ``loadgen.metrics``).
     """

@@ -21,8 +21,8 @@ from pathlib import Path
 import click
 import pytest
 
-from loadgen.cli import cli
-from loadgen.testing.require import unavailable
+from loadgen.cli.main import cli
+from loadgen.pytest_plugin.require import unavailable
 
 pytestmark = [pytest.mark.docs, pytest.mark.timeout(300)]
 
@@ -82,7 +82,7 @@ def headings(page: Path) -> set[str]:
 
 def test_the_cli_page_documents_the_group_walked_here() -> None:
     source = (REPO / "docs" / "cli.md").read_text()
-    assert ":module: loadgen.cli" in source and ":command: cli" in source
+    assert ":module: loadgen.cli.main" in source and ":command: cli" in source
 
 
 def test_every_loadgen_command_is_in_the_generated_cli_reference(site: Path) -> None:
@@ -95,7 +95,11 @@ def test_every_loadgen_command_is_in_the_generated_cli_reference(site: Path) -> 
 
 def test_the_api_reference_renders_the_public_names(site: Path) -> None:
     page = (site / "api" / "index.html").read_text()
-    for name in ("loadgen.api.run", "loadgen.result.Result", "loadgen.slo.assert_slo"):
+    for name in (
+        "loadgen.api.run",
+        "loadgen.running.result.Result",
+        "loadgen.running.slo.assert_slo",
+    ):
         assert f'id="{name}"' in page, f"{name} is not rendered in the API reference"
     roles = SPHINX_ROLE.findall(page)
     assert not roles, f"Sphinx roles reached the page verbatim (docs/griffe_roles.py): {roles}"

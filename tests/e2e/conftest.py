@@ -2,8 +2,8 @@
 
 import pytest
 
-from loadgen.errors import LoadgenError
-from loadgen.testing.require import unavailable
+from loadgen.base.errors import LoadgenError
+from loadgen.pytest_plugin.require import unavailable
 
 
 @pytest.fixture(scope="package")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.stats import METRICS
-from loadgen.testing.process import free_port, process_alive
-from loadgen.testing.rabbitmq import rabbitmq_installed
-from loadgen.testing.require import unavailable
+from loadgen.engine.stats import METRICS
+from loadgen.local_brokers.launch import free_port, process_alive
+from loadgen.local_brokers.rabbitmq import rabbitmq_installed
+from loadgen.pytest_plugin.require import unavailable
 
 pytestmark = pytest.mark.e2e
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.cluster.spawn import announced_url, start_worker_process, stop_worker_processes
+from harness.faketime import INSTALL_HINT, faketime_installed, skewed_env
+from loadgen.distributed.spawn import announced_url, start_worker_process, stop_worker_processes
+from loadgen.pytest_plugin.require import unavailable
 from loadgen.spec import load_yaml
-from loadgen.testing.faketime import INSTALL_HINT, faketime_installed, skewed_env
-from loadgen.testing.require import unavailable
 
 pytestmark = pytest.mark.e2e
 

@@ -20,9 +20,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from test_cli import loadgen
 
-from loadgen import hdr
-from loadgen.cluster.spawn import announced_url, stop_worker_processes
-from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY
+from loadgen.base import hdr
+from loadgen.distributed.spawn import announced_url, stop_worker_processes
+from loadgen.engine.stats import END_TO_END, PUBLISH, PUBLISH_DELAY
 
 pytestmark = pytest.mark.e2e
 

@@ -26,13 +26,13 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from loadgen import hdr
-from loadgen.errors import LoadgenError
-from loadgen.pipeline.cluster import start_spark_cluster, stop_cluster
+from loadgen.base import hdr
+from loadgen.base.errors import LoadgenError
+from loadgen.engine.stats import END_TO_END, METRICS, PUBLISH, PUBLISH_DELAY, IntervalStats
+from loadgen.local_brokers.spark import start_spark_cluster, stop_cluster
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
 from loadgen.pipeline.query import register_tables, run_sql
-from loadgen.stats import END_TO_END, METRICS, PUBLISH, PUBLISH_DELAY, IntervalStats
-from loadgen.testing.require import unavailable
+from loadgen.pytest_plugin.require import unavailable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.pipeline]
 

@@ -20,15 +20,15 @@ import numpy as np
 import pyarrow.dataset as ds
 import pytest
 
-from loadgen import hdr
-from loadgen.errors import ConfigError, LoadgenError
+from loadgen.base import hdr
+from loadgen.base.errors import ConfigError, LoadgenError
+from loadgen.engine.stats import METRICS, IntervalStats
 from loadgen.pipeline.ingest import IngestSettings, ingest
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
 from loadgen.pipeline.query import register_tables, run_sql
 from loadgen.pipeline.sink import BatchWriter
 from loadgen.pipeline.tables import QUARANTINED
 from loadgen.pipeline.tasks.parse import MAX_LINE_BYTES
-from loadgen.stats import METRICS, IntervalStats
 
 pytestmark = [pytest.mark.e2e, pytest.mark.pipeline]
 

@@ -21,14 +21,14 @@ import pyarrow.dataset as ds
 import pytest
 
 import loadgen
-from loadgen import hdr
+from loadgen.base import hdr
+from loadgen.engine.stats import METRICS, IntervalStats
 from loadgen.pipeline import ship
 from loadgen.pipeline.ingest import IngestSettings, ingest
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
 from loadgen.pipeline.sink import BatchWriter
 from loadgen.pipeline.tasks.merge import merge_partition
 from loadgen.pipeline.tasks.parse import parse_batches
-from loadgen.stats import METRICS, IntervalStats
 
 pytestmark = [pytest.mark.e2e, pytest.mark.pipeline]
 

@@ -15,14 +15,14 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
+from loadgen.engine.stats import METRICS, IntervalStats
 from loadgen.pipeline import source as source_module
 from loadgen.pipeline.hadoop_fs import HadoopFiles
 from loadgen.pipeline.ingest import IngestSettings, batches, ingest
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
 from loadgen.pipeline.sink import BatchWriter, same_file
 from loadgen.pipeline.source import LandingSource, list_landing
-from loadgen.stats import METRICS, IntervalStats
 
 pytestmark = [pytest.mark.e2e, pytest.mark.pipeline]
 

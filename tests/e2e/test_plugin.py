@@ -39,7 +39,9 @@ def test_the_example_suite_fails_readably_when_the_slo_is_impossible():
     assert "SLO missed:" in report
     assert "e2e.p99<=0.01ms: measured " in report  # the threshold, with what was measured
     assert "latency (ms)" in report and "end-to-end" in report  # the percentile table
-    assert "src/loadgen/slo.py" not in report  # the failure points at the test, not the helper
+    assert (
+        "src/loadgen/running/slo.py" not in report
+    )  # the failure points at the test, not the helper
 
 
 def test_benchmark_runs_carry_the_loadgen_numbers(tmp_path):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.cluster.spawn import announced_url, start_worker_process, stop_worker_processes
+from loadgen.distributed.spawn import announced_url, start_worker_process, stop_worker_processes
 
 pytestmark = pytest.mark.e2e
 

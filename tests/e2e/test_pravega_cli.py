@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.testing.process import free_port
-from loadgen.testing.timing import Watch, run_watched
+from harness.timing import Watch, run_watched
+from loadgen.local_brokers.launch import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,8 @@ import time
 import pytest
 import yaml
 
-from loadgen.testing.process import free_port
-from loadgen.testing.timing import run_watched
+from harness.timing import run_watched
+from loadgen.local_brokers.launch import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from matplotlib import image
 
-from loadgen.testing.require import unavailable
+from loadgen.pytest_plugin.require import unavailable
 
 pytestmark = pytest.mark.e2e
 

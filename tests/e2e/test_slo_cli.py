@@ -9,7 +9,7 @@ from tests.e2e.test_cli import loadgen
 from tests.e2e.test_matrix_cli import BASE, plan_dir
 from tests.e2e.test_scenarios_cli import MEMORY
 
-from loadgen.results.intervals_csv import COLUMNS
+from loadgen.formats.intervals_csv import COLUMNS
 
 pytestmark = pytest.mark.e2e
 

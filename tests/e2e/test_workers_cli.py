@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from test_cli import loadgen  # the e2e modules' one way to run the CLI
 
-from loadgen.cluster.client import RETRY_PAUSE_S
-from loadgen.cluster.spawn import announced_url, start_worker_process, stop_worker_processes
-from loadgen.testing.process import free_port
-from loadgen.testing.timing import run_watched
+from harness.timing import run_watched
+from loadgen.distributed.client import RETRY_PAUSE_S
+from loadgen.distributed.spawn import announced_url, start_worker_process, stop_worker_processes
+from loadgen.local_brokers.launch import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -195,7 +195,7 @@ def test_processes_split_topics_and_the_result_adds_up(two_topics, tmp_path):
 def test_the_result_lists_each_workers_own_recorder_engine(two_topics, tmp_path):
     """One worker records in pure Python (``LOADGEN_PURE_PYTHON=1``), the other with the engine
     this install built: ``run.recorderEngines`` names each, whatever the coordinator runs."""
-    built = "c" if importlib.util.find_spec("loadgen._hotpath") else "python"
+    built = "c" if importlib.util.find_spec("loadgen.engine._hotpath") else "python"
     processes = [
         start_worker_process(TOKEN, extra_env={"LOADGEN_PURE_PYTHON": pure}) for pure in ("1", "0")
     ]

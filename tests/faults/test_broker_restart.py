@@ -18,11 +18,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.errors import LoadgenError, MissingExtra
-from loadgen.testing.pulsar import start_pulsar_lite
-from loadgen.testing.rabbitmq import INSTALL_HINT, rabbitmq_installed, rabbitmqctl, start_rabbitmq
-from loadgen.testing.require import unavailable
-from loadgen.testing.tansu import SESSION_OUTLASTING_AN_OUTAGE, start_tansu
+from loadgen.base.errors import LoadgenError, MissingExtra
+from loadgen.local_brokers.pulsar import start_pulsar_lite
+from loadgen.local_brokers.rabbitmq import (
+    INSTALL_HINT,
+    rabbitmq_installed,
+    rabbitmqctl,
+    start_rabbitmq,
+)
+from loadgen.local_brokers.tansu import SESSION_OUTLASTING_AN_OUTAGE, start_tansu
+from loadgen.pytest_plugin.require import unavailable
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 

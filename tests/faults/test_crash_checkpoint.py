@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from loadgen import hdr
-from loadgen.results.hlog import hlog_path
-from loadgen.results.journal import result_from_journal
-from loadgen.stats import METRICS
+from loadgen.base import hdr
+from loadgen.engine.stats import METRICS
+from loadgen.formats.hlog import hlog_path
+from loadgen.formats.journal import result_from_journal
 
 pytestmark = pytest.mark.e2e
 

@@ -24,9 +24,9 @@ from tests.e2e.test_cli import loadgen
 from tests.faults.test_bad_input import GOOD as WORKLOAD
 from tests.faults.test_bad_input import KAFKA as CLOSED_KAFKA
 
-from loadgen import hdr
-from loadgen.results.hlog import hlog_path
-from loadgen.testing.require import unavailable
+from loadgen.base import hdr
+from loadgen.formats.hlog import hlog_path
+from loadgen.pytest_plugin.require import unavailable
 
 pytestmark = pytest.mark.e2e
 

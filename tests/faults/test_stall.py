@@ -1,7 +1,7 @@
 """Brokers that are not there, or stall: clear errors, bounded waits, and Ctrl-C/SIGTERM honoured
 within 5 s in every phase of a run, with what was measured kept.
 
-A stall is a :class:`~loadgen.testing.proxy.TcpProxy` in front of tansu that stops moving bytes
+A stall is a :class:`~harness.proxy.TcpProxy` in front of tansu that stops moving bytes
 while every connection stays open (tansu advertises the proxy's address, so the clients' every
 connection goes through it).
 """
@@ -17,13 +17,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.errors import LoadgenError, MissingExtra
-from loadgen.scenarios.tailing import SILENT_BROKER_TEARDOWN_S
-from loadgen.testing.process import free_port
-from loadgen.testing.proxy import TcpProxy
-from loadgen.testing.require import unavailable
-from loadgen.testing.tansu import SESSION_OUTLASTING_AN_OUTAGE, start_tansu, tansu_driver_config
-from loadgen.testing.timing import run_watched
+from harness.proxy import TcpProxy
+from harness.timing import run_watched
+from loadgen.base.errors import LoadgenError, MissingExtra
+from loadgen.local_brokers.launch import free_port
+from loadgen.local_brokers.tansu import (
+    SESSION_OUTLASTING_AN_OUTAGE,
+    start_tansu,
+    tansu_driver_config,
+)
+from loadgen.pytest_plugin.require import unavailable
+from loadgen.running.scenarios.tailing import SILENT_BROKER_TEARDOWN_S
 
 pytestmark = pytest.mark.integration
 

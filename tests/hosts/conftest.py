@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.cluster.spawn import (
+from harness.hosts import Host, hosts_unavailable, simulated_hosts
+from loadgen.distributed.spawn import (
     START_TIMEOUT_S,
     announced_url,
     start_worker_process,
     stop_worker_processes,
 )
+from loadgen.pytest_plugin.fixtures import start_local_broker
+from loadgen.pytest_plugin.require import unavailable
 from loadgen.spec import load_yaml
-from loadgen.testing.hosts import Host, hosts_unavailable, simulated_hosts
-from loadgen.testing.pytest_plugin import start_local_broker
-from loadgen.testing.require import unavailable
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "configs/workloads"
 WORKLOAD = load_yaml(WORKLOADS / "1-topic-16-partitions-1kb-10k.yaml") | {

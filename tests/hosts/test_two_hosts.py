@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from loadgen.cluster.client import CONNECT_TIMEOUT_S
-from loadgen.cluster.ensemble import COUNTERS_TIMEOUT_S
-from loadgen.cluster.spawn import START_TIMEOUT_S, announced_url
+from loadgen.distributed.client import CONNECT_TIMEOUT_S
+from loadgen.distributed.ensemble import COUNTERS_TIMEOUT_S
+from loadgen.distributed.spawn import START_TIMEOUT_S, announced_url
 
 pytestmark = pytest.mark.integration
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.testing.require import unavailable
+from loadgen.pytest_plugin.require import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 APT_SOURCES = [Path("/etc/apt/sources.list"), *Path("/etc/apt/sources.list.d").glob("*")]

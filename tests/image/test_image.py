@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.spec import load_driver_spec, load_yaml
-from loadgen.testing.process import free_port, port_open
-from loadgen.testing.tansu import tansu_driver_config
+from loadgen.driver_api.driver_file import load_driver_spec
+from loadgen.local_brokers.launch import free_port, port_open
+from loadgen.local_brokers.tansu import tansu_driver_config
+from loadgen.spec import load_yaml
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(600)]
 
@@ -70,7 +71,9 @@ def test_a_worker_container_carries_a_coordinators_run(worker, kafka_broker, tmp
     result = json.loads(path.read_text())
 
     assert result["run"]["workers"] == [url]
-    assert result["run"]["recorderEngines"] == {url: "c"}  # the worker's own: loadgen._hotpath
+    assert result["run"]["recorderEngines"] == {
+        url: "c"
+    }  # the worker's own: loadgen.engine._hotpath
     totals = result["run"]["workerTotals"][url]
     sent, rate = result["totalMessagesSent"], load_yaml(WORKLOAD)["producerRate"]
     assert 0.95 * rate * SECONDS <= sent <= (SECONDS + 1) * rate  # open loop: the schedule's count
@@ -85,9 +88,10 @@ def test_a_worker_container_carries_a_coordinators_run(worker, kafka_broker, tmp
 
 
 def test_the_image_carries_the_compiled_recorders_but_no_compiler(podman, image):
-    """The build stage compiled ``loadgen._hotpath``; the runtime stage is the base as it was."""
+    """The build stage compiled ``loadgen.engine._hotpath``; the runtime stage is the base as
+    it was."""
     script = (
-        "python -c 'import loadgen._hotpath' && echo imported;"
+        "python -c 'import loadgen.engine._hotpath' && echo imported;"
         " for tool in gcc cc c99 x86_64-linux-gnu-gcc; do command -v $tool; done; true"
     )
     done = podman.run("run", "--rm", "--entrypoint", "sh", image, "-c", script)

@@ -1,15 +1,15 @@
 """Driver specs for the brokers of loadgen's pytest plugin, and the shared tailing workload.
 
 The brokers themselves (``kafka_broker``, ``rabbitmq_broker``) come from the plugin
-(``loadgen.testing.pytest_plugin``), the same fixtures a user's suite gets.
+(``loadgen.pytest_plugin.fixtures``), the same fixtures a user's suite gets.
 """
 
 from pathlib import Path
 
 import pytest
 
+from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.spec import Workload, load_yaml, parse_model
-from loadgen.spec.driver_spec import DriverSpec
 
 CLASSIC_WORKLOAD = (
     Path(__file__).resolve().parents[2] / "configs/workloads/1-topic-16-partitions-1kb-10k.yaml"

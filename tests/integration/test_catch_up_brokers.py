@@ -3,7 +3,7 @@ and one whose backlog cannot drain in its time: what is left is unread, not lost
 
 Kafka's larger catch-up and mixed runs are in test_scenarios_kafka.py; here each driver's
 pause/resume goes through the whole scenario once (pulsar-lite with its fixture's settings,
-see loadgen.testing.pulsar).
+see loadgen.local_brokers.pulsar).
 """
 
 import time
@@ -11,12 +11,12 @@ from dataclasses import replace
 
 import pytest
 
-from loadgen.request import RunOptions, RunRequest
-from loadgen.results.run_verdicts import drain_failed
-from loadgen.runner import run_one
+from harness.rates import skip_if_host_busy
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.formats.run_verdicts import drain_failed
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.testing.rates import skip_if_host_busy
 
 pytestmark = pytest.mark.integration
 

@@ -11,14 +11,14 @@ import secrets
 
 import pytest
 
-from loadgen import hdr
-from loadgen.cluster.placement import Placement
-from loadgen.cluster.spawn import local_workers
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import execute
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import END_TO_END, METRICS, PUBLISH, measured_intervals, merge_all
-from loadgen.testing.rabbitmq import rabbitmqctl
+from loadgen.base import hdr
+from loadgen.distributed.placement import Placement
+from loadgen.distributed.spawn import local_workers
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.stats import END_TO_END, METRICS, PUBLISH, measured_intervals, merge_all
+from loadgen.local_brokers.rabbitmq import rabbitmqctl
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import execute
 
 pytestmark = pytest.mark.integration
 

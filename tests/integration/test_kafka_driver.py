@@ -6,13 +6,13 @@ import uuid
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from loadgen_drivers.kafka import Driver
+from loadgen_drivers.kafka.driver import _start_positions
 
-from drivers.kafka import Driver
-from drivers.kafka.driver import _start_positions
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec
-from loadgen.errors import BrokerUnreachable
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stamp_prefix import PREFIX_MARK, PREFIXED
+from loadgen.base.errors import BrokerUnreachable
+from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.stamp import PREFIX_MARK, PREFIXED
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,7 @@
 """The Pravega driver's whole life cycle against loadgen's local Pravega, through the real client.
 
-The local Pravega (loadgen.testing.pravega) speaks the controller's gRPC and the segment store's
+The local Pravega (loadgen.local_brokers.pravega) speaks the controller's gRPC and the segment
+store's
 wire protocol to the ``pravega`` client; what it does not model is in docs/drivers/pravega-local.md.
 """
 
@@ -14,17 +15,17 @@ import time
 import uuid
 
 import pytest
+from loadgen_drivers.pravega import Driver
+from loadgen_drivers.pravega.client import open_manager
+from loadgen_drivers.pravega.events import clean_name
 
 import loadgen
-from drivers.pravega import Driver
-from drivers.pravega.client import open_manager
-from drivers.pravega.events import clean_name
-from loadgen.cluster.placement import Placement
-from loadgen.cluster.spawn import local_workers
-from loadgen.driver import TopicSpec
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import execute, run_one
-from loadgen.spec.driver_spec import DriverSpec
+from loadgen.distributed.placement import Placement
+from loadgen.distributed.spawn import local_workers
+from loadgen.driver_api import TopicSpec
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import execute, run_one
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

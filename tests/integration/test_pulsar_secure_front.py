@@ -1,4 +1,4 @@
-"""The secured Pulsar endpoint (pulsar-lite behind loadgen.testing.pulsar_front) as the real
+"""The secured Pulsar endpoint (pulsar-lite behind loadgen.local_brokers.pulsar_front) as the real
 client sees it: TLS, token authentication, lookups that keep the client on the TLS listener.
 
 What pulsar-client reports, measured here: a refused token is no ``AuthenticationError``. The
@@ -17,14 +17,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from loadgen.errors import MissingExtra
-from loadgen.protobuf_wire import LENGTH, VARINT, Field, first, message, text
-from loadgen.spec import load_driver_spec, validate_file
-from loadgen.testing import pulsar_commands as commands
-from loadgen.testing.certs import expired_server, make_certs, openssl_installed
-from loadgen.testing.jwt_hs256 import TokenError, make_token, new_secret, verify_token
-from loadgen.testing.pulsar_secure import SECRET_FILE, start_secure_pulsar
-from loadgen.testing.require import unavailable
+from loadgen.base.errors import MissingExtra
+from loadgen.base.protobuf_wire import LENGTH, VARINT, Field, first, message, text
+from loadgen.driver_api.driver_file import load_driver_spec
+from loadgen.driver_api.validation import validate_file
+from loadgen.local_brokers import pulsar_commands as commands
+from loadgen.local_brokers.certs import expired_server, make_certs, openssl_installed
+from loadgen.local_brokers.jwt_hs256 import TokenError, make_token, new_secret, verify_token
+from loadgen.local_brokers.pulsar_secure import SECRET_FILE, start_secure_pulsar
+from loadgen.pytest_plugin.require import unavailable
 
 try:
     import pulsar
@@ -91,8 +92,8 @@ def client(section, *, trust=None, token=None, authenticate=True):
 
 def driver_file_client(endpoint):
     """The client loadgen's Pulsar driver opens from the endpoint's driver YAML."""
-    from drivers.pulsar.client import open_client
-    from drivers.pulsar.driver import PulsarDriver
+    from loadgen_drivers.pulsar.client import open_client
+    from loadgen_drivers.pulsar.driver import PulsarDriver
 
     config = PulsarDriver.validate_config(load_driver_spec(endpoint.driver_file))
     return open_client(config.client, timeout_s=OPERATION_TIMEOUT_S * 5)

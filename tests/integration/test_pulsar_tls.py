@@ -10,13 +10,13 @@ import time
 
 import pytest
 
+from harness.tls_server import NO_CLIENT_CERT, TlsServer
+from loadgen.local_brokers.certs import make_certs
 from loadgen.spec import parse_model
-from loadgen.testing.certs import make_certs
-from loadgen.testing.tls_server import NO_CLIENT_CERT, TlsServer
 
 pulsar = pytest.importorskip("pulsar")
-from drivers.pulsar.client import open_client  # noqa: E402
-from drivers.pulsar.config import ClientConfig  # noqa: E402
+from loadgen_drivers.pulsar.client import open_client  # noqa: E402
+from loadgen_drivers.pulsar.config import ClientConfig  # noqa: E402
 
 pytestmark = pytest.mark.integration
 SETTLE_S = 5.0

@@ -13,10 +13,10 @@ from urllib.parse import quote
 import pytest
 import yaml
 
-from loadgen.testing.certs import make_certs
-from loadgen.testing.process import free_port
-from loadgen.testing.rabbitmq import TlsListener, rabbitmq_installed, start_rabbitmq
-from loadgen.testing.require import unavailable
+from loadgen.local_brokers.certs import make_certs
+from loadgen.local_brokers.launch import free_port
+from loadgen.local_brokers.rabbitmq import TlsListener, rabbitmq_installed, start_rabbitmq
+from loadgen.pytest_plugin.require import unavailable
 
 pytestmark = pytest.mark.integration
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 

@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload
 
 pytestmark = pytest.mark.integration

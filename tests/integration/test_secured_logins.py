@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.errors import MissingExtra
-from loadgen.testing.certs import expired_server, make_certs, openssl_installed
-from loadgen.testing.jwt_hs256 import make_token, new_secret
-from loadgen.testing.kafka_secure import start_secure_kafka
-from loadgen.testing.process import free_port
-from loadgen.testing.pulsar_secure import start_secure_pulsar
-from loadgen.testing.require import unavailable
+from loadgen.base.errors import MissingExtra
+from loadgen.local_brokers.certs import expired_server, make_certs, openssl_installed
+from loadgen.local_brokers.jwt_hs256 import make_token, new_secret
+from loadgen.local_brokers.kafka_secure import start_secure_kafka
+from loadgen.local_brokers.launch import free_port
+from loadgen.local_brokers.pulsar_secure import start_secure_pulsar
+from loadgen.pytest_plugin.require import unavailable
 
 pytestmark = pytest.mark.integration
 

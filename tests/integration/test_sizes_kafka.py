@@ -4,9 +4,9 @@ from collections import Counter
 
 import pytest
 
-from loadgen.payload import build_payloads
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
+from loadgen.engine.payload import build_payloads
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload
 
 pytestmark = pytest.mark.integration

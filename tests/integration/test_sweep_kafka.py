@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.results.verdict_columns import mark
+from loadgen.formats.verdict_columns import mark
 from loadgen.spec import load_yaml
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]

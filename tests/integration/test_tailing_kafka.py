@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
-from loadgen.stats import measured_intervals, sent_per_second
+from loadgen.engine.stats import measured_intervals, sent_per_second
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 
 pytestmark = pytest.mark.integration
 

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
-from loadgen.stats import measured_intervals, sent_per_second
-from loadgen.testing.rabbitmq import rabbitmqctl
-from loadgen.testing.rates import judge_rate, skip_if_host_busy
+from harness.rates import judge_rate, skip_if_host_busy
+from loadgen.engine.stats import measured_intervals, sent_per_second
+from loadgen.local_brokers.rabbitmq import rabbitmqctl
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 
 pytestmark = pytest.mark.integration
 

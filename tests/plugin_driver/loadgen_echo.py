@@ -4,7 +4,7 @@ It declares everything the engine asks of a driver class (a URL scheme, an OMB d
 its client distribution: this package itself) and inherits the rest.
 """
 
-from drivers.memory import Driver as MemoryDriver
+from loadgen_drivers.memory import Driver as MemoryDriver
 
 
 class Driver(MemoryDriver):

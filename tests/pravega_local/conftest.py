@@ -2,7 +2,7 @@
 
 import pytest
 
-from loadgen.testing.pravega.launch import start_local_pravega
+from loadgen.local_brokers.pravega.launch import start_local_pravega
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from loadgen.testing.pravega.controller_messages import (
+from loadgen.local_brokers.pravega.controller_messages import (
     PingTxnStatus,
     ScalingPolicy,
     StreamConfig,
@@ -11,8 +11,12 @@ from loadgen.testing.pravega.controller_messages import (
     TxnState,
     TxnStatus,
 )
-from loadgen.testing.pravega.segments import Segments
-from loadgen.testing.pravega.stream_metadata import ABORTED_KEPT_S, StreamMetadata, segment_name
+from loadgen.local_brokers.pravega.segments import Segments
+from loadgen.local_brokers.pravega.stream_metadata import (
+    ABORTED_KEPT_S,
+    StreamMetadata,
+    segment_name,
+)
 
 STREAM = StreamInfo("scope", "stream")
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from loadgen import hdr
-from loadgen import recorder as recorders
-from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
-from loadgen.worker import burst as bursts
+from loadgen.base import hdr
+from loadgen.engine import burst as bursts
+from loadgen.engine import recorder as recorders
+from loadgen.engine.stats import END_TO_END, PUBLISH, IntervalStats
 
 JAR = Path("/usr/share/java/hdrhistogram.jar")
 JAVA_SOURCE = Path(__file__).resolve().parents[1] / "java" / "HdrCheck.java"
@@ -131,7 +131,8 @@ def consumer_recorder(request) -> type:
 
 @pytest.fixture(params=["python", "c"] if bursts._burst is not None else ["python"])
 def burst_engine(request, monkeypatch) -> str:
-    """The producer loop's burst, once per engine: ``c`` (``loadgen._burst``, where it was built)
+    """The producer loop's burst, once per engine: ``c`` (``loadgen.engine._burst``, where it was
+    built)
     or ``python`` (each message through the producer's ``send``)."""
     monkeypatch.setattr(bursts, "COMPILED", request.param == "c")
     return request.param

@@ -5,9 +5,9 @@ from array import array
 
 import numpy as np
 
-from loadgen.accounting import Ledger, OrderTracker, RangeSet, account, message_id_base
-from loadgen.driver import NO_MESSAGE_ID
-from loadgen.recorder import pairs, runs_of
+from loadgen.driver_api import NO_MESSAGE_ID
+from loadgen.engine.accounting import Ledger, OrderTracker, RangeSet, account, message_id_base
+from loadgen.engine.recorder import pairs, runs_of
 
 P0, P1 = message_id_base(0), message_id_base(1)
 

@@ -2,9 +2,11 @@
 
 import pytest
 
-from loadgen import adhoc, urls
-from loadgen.errors import ConfigError
-from loadgen.spec import Workload, load_driver_spec, load_workload
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api import urls
+from loadgen.driver_api.driver_file import load_driver_spec
+from loadgen.running import adhoc
+from loadgen.spec import Workload, load_workload
 
 NOTHING = dict.fromkeys(adhoc.FLAGS)
 

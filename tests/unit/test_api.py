@@ -7,8 +7,8 @@ import json
 import pytest
 
 import loadgen
-from loadgen.errors import ConfigError
-from loadgen.testing.rates import judge_rate, skip_if_host_busy
+from harness.rates import judge_rate, skip_if_host_busy
+from loadgen.base.errors import ConfigError
 
 MEMORY = loadgen.driver("memory")
 STREAM = {

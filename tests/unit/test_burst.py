@@ -1,6 +1,7 @@
 """The producer loop's burst, on both engines: the same messages reach the client either way.
 
-``c`` is ``loadgen._burst`` calling what the producer's ``prefixed_send`` describes; ``python``
+``c`` is ``loadgen.engine._burst`` calling what the producer's ``prefixed_send`` describes;
+``python``
 hands each message to the producer's ``send``, which stamps it itself. The producers here do
 both as the Kafka driver does, so the client sees the same calls, ids, intended times, keys and
 stamps from either engine.
@@ -14,19 +15,19 @@ import time
 import tracemalloc
 
 import pytest
+from loadgen_drivers.memory import Driver as MemoryDriver
 
-from drivers.memory import Driver as MemoryDriver
-from loadgen import recorder as recorders
-from loadgen.driver import ACK, KEY, VALUE, PrefixedSend, TopicSpec
-from loadgen.recorder import ProducerRecorder
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stamp_prefix import PREFIX_BYTES, Prefixer, read_prefix
-from loadgen.worker import burst as bursts
-from loadgen.worker.burst import Target, burst_sender
-from loadgen.worker.producer_loop import ProducerLoop
+from loadgen.driver_api import ACK, KEY, VALUE, PrefixedSend, TopicSpec
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.stamp import PREFIX_BYTES, Prefixer, read_prefix
+from loadgen.engine import burst as bursts
+from loadgen.engine import recorder as recorders
+from loadgen.engine.burst import Target, burst_sender
+from loadgen.engine.producer_loop import ProducerLoop
+from loadgen.engine.recorder import ProducerRecorder
 
 BUILT = bursts._burst is not None
-compiled_only = pytest.mark.skipif(not BUILT, reason="loadgen._burst is not built")
+compiled_only = pytest.mark.skipif(not BUILT, reason="loadgen.engine._burst is not built")
 START_NS = 5_000_000_000
 INTERVAL_NS = 1e9 / 3  # a float whose multiples round: the C product must truncate as int() does
 TO_WALL = 1_700_000_000_000_000_000
@@ -407,7 +408,7 @@ def test_the_compiled_loop_calls_directly_only_when_every_producer_opts_in(
 
 
 def test_the_compiled_burst_is_off_with_loadgen_pure_python():
-    code = "from loadgen.worker import burst; print(burst.COMPILED)"
+    code = "from loadgen.engine import burst; print(burst.COMPILED)"
     for env, compiled in [("1", False), ("0", BUILT), ("", BUILT)]:
         done = subprocess.run(
             [sys.executable, "-c", code],

@@ -1,18 +1,18 @@
 """Catch-up and mixed runs on the in-process broker: phases, backlog, per-role figures."""
 
 import pytest
+from loadgen_drivers.memory import Driver
 
-from drivers.memory import Driver
-from loadgen.errors import ConfigError
-from loadgen.listeners import Listeners, OnInterval
-from loadgen.outcome import CatchUpPlan
-from loadgen.payload import build_payloads
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
-from loadgen.scenarios.tailing import run_tailing
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.listeners import Listeners, OnInterval
+from loadgen.engine.local_worker import LocalWorker
+from loadgen.engine.outcome import CatchUpPlan
+from loadgen.engine.payload import build_payloads
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
+from loadgen.running.scenarios.tailing import run_tailing
 from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.worker.local import LocalWorker
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
 GIB = 1024**3

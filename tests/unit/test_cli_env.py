@@ -11,16 +11,16 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from loadgen.cli import cli
-from loadgen.cli_env import variable_for
-from loadgen.cluster.spawn import (
+from loadgen.base.errors import ConfigError, exit_code_for
+from loadgen.cli.env import variable_for
+from loadgen.cli.main import cli
+from loadgen.distributed.spawn import (
     announced_url,
     start_worker_process,
     stop_worker_processes,
     worker_environment,
 )
-from loadgen.errors import ConfigError, exit_code_for
-from loadgen.hooks import hook_env
+from loadgen.running.hooks import hook_env
 
 REPO = Path(__file__).resolve().parents[2]
 MEMORY = REPO / "configs/drivers/memory.yaml"

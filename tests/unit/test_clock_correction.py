@@ -1,22 +1,22 @@
-"""Per-message clock correction of end-to-end latencies (:mod:`loadgen.worker.skew`): the math,
+"""Per-message clock correction of end-to-end latencies (:mod:`loadgen.engine.skew`): the math,
 and a worker's snapshot with and without a correction table."""
 
 import time
 
 import numpy as np
+from loadgen_drivers.memory import Driver
 
-from drivers.memory import Driver
-from loadgen import hdr
-from loadgen.accounting import message_id_base
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import (
+from loadgen.base import hdr
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.accounting import message_id_base
+from loadgen.engine.local_worker import LocalWorker
+from loadgen.engine.skew import ClockTable
+from loadgen.engine.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
     END_TO_END_UNCORRECTED,
     recorded_metrics,
 )
-from loadgen.worker.local import LocalWorker
-from loadgen.worker.skew import ClockTable
 
 MS = 1_000_000
 # producers 0-1 run on a worker 250 ms ahead of the coordinator, producer 2 on one 40 ms behind;

@@ -2,7 +2,7 @@
 
 import pytest
 
-from loadgen.cluster.clock import (
+from loadgen.distributed.clock import (
     ClockOffset,
     PairShift,
     best_offset,

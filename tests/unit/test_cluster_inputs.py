@@ -2,10 +2,10 @@
 
 import pytest
 
-from loadgen.cluster.placement import Placement, worker_urls
-from loadgen.cluster.server import check_exposure, parse_bind
-from loadgen.errors import ConfigError
-from loadgen.spec.driver_spec import DriverSpec
+from loadgen.base.errors import ConfigError
+from loadgen.distributed.placement import Placement, worker_urls
+from loadgen.distributed.server import check_exposure, parse_bind
+from loadgen.driver_api.driver_spec import DriverSpec
 
 MEMORY = DriverSpec(name="mem", kind="memory")
 KAFKA = DriverSpec(name="k", kind="kafka", config={})

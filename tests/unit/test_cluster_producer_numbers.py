@@ -2,11 +2,11 @@
 two workers producing to one topic must never share one (their messages would count as
 duplicates of each other)."""
 
-from loadgen.cluster.client import ControlPlane, WorkerClient
-from loadgen.cluster.ensemble import Ensemble
-from loadgen.cluster.split import OMB
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.worker.plan import consumer_subscriptions, producer_topics
+from loadgen.distributed.client import ControlPlane, WorkerClient
+from loadgen.distributed.ensemble import Ensemble
+from loadgen.distributed.split import OMB
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.plan import consumer_subscriptions, producer_topics
 
 
 def test_each_producer_worker_gets_its_own_range_of_producer_numbers(monkeypatch):

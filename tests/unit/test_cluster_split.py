@@ -2,14 +2,8 @@
 
 import pytest
 
-from loadgen.cluster.split import (
-    BY_TOPIC,
-    OMB,
-    producer_worker_count,
-    split,
-    workers_needed,
-)
-from loadgen.worker.plan import consumer_subscriptions, producer_topics
+from loadgen.distributed.split import BY_TOPIC, OMB, producer_worker_count, split, workers_needed
+from loadgen.engine.plan import consumer_subscriptions, producer_topics
 
 TOPICS = ["t0", "t1", "t2"]
 

@@ -4,10 +4,16 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from loadgen import hdr
-from loadgen.cluster import wire
-from loadgen.stats import END_TO_END, END_TO_END_UNCORRECTED, PUBLISH, IntervalStats, merge_all
-from loadgen.worker.local import Totals
+from loadgen.base import hdr
+from loadgen.engine.local_worker import Totals
+from loadgen.engine.stats import (
+    END_TO_END,
+    END_TO_END_UNCORRECTED,
+    PUBLISH,
+    IntervalStats,
+    merge_all,
+)
+from loadgen.formats import worker_protocol as wire
 
 
 def stats(seed: int) -> IntervalStats:

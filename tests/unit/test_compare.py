@@ -5,8 +5,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from loadgen.cli import cli
-from loadgen.errors import ConfigError, exit_code_for
+from loadgen.base.errors import ConfigError, exit_code_for
+from loadgen.cli.main import cli
 from loadgen.results.compare import compare, parse_fraction
 
 

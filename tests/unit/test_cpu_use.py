@@ -9,13 +9,13 @@ from dataclasses import replace
 
 import pytest
 
-from loadgen.cpu_use import HOST_BUSY_SHARE, HOST_BUSY_WAIT_US, TASKS, CpuMeter, CpuUse
-from loadgen.outcome import RunOutcome
+from harness.rates import judge_rate
+from loadgen.base.cpu_use import HOST_BUSY_SHARE, HOST_BUSY_WAIT_US, TASKS, CpuMeter, CpuUse
+from loadgen.engine.outcome import RunOutcome
+from loadgen.engine.stats import IntervalStats, merge_all
+from loadgen.formats.client_cpu import client_cpu_fields
+from loadgen.formats.result_json import ResultHeader, build_test_result
 from loadgen.report.console import host_busy_note
-from loadgen.results.client_cpu import client_cpu_fields
-from loadgen.results.testresult import ResultHeader, build_test_result
-from loadgen.stats import IntervalStats, merge_all
-from loadgen.testing.rates import judge_rate
 
 
 def write_task(tasks, tid, on_cpu, waiting, slices):

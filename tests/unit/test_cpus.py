@@ -3,8 +3,8 @@ import threading
 
 import pytest
 
-from loadgen.cpus import parse_cpus, pin, usable_cpus
-from loadgen.errors import ConfigError
+from loadgen.base.cpus import parse_cpus, pin, usable_cpus
+from loadgen.base.errors import ConfigError
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ import logging
 
 import pytest
 
-from loadgen.errors import NoPlaceLeft
+from loadgen.base.errors import NoPlaceLeft
+from loadgen.base.files import all_or_none, write_text_atomic
 from loadgen.results.destination import Destination, fallback_directories
-from loadgen.results.files import all_or_none, write_text_atomic
 
 
 def full_in(*full):

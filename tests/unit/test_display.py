@@ -5,12 +5,7 @@ import json
 
 from rich.console import Console
 
-from loadgen.report.display import (
-    JsonLinesDisplay,
-    LiveDisplay,
-    PlainDisplay,
-    display_for,
-)
+from loadgen.report.display import JsonLinesDisplay, LiveDisplay, PlainDisplay, display_for
 
 
 def test_live_view_shows_phase_progress_rates_and_percentiles_and_keeps_lines_above(make_interval):

@@ -6,11 +6,11 @@ import time
 
 from tests.unit.test_sizing import workload as sizing_workload
 
-from loadgen.listeners import Listeners
-from loadgen.outcome import RunOutcome
-from loadgen.request import RunOptions
-from loadgen.scenarios.tailing import _account, _finish, _Measurement
-from loadgen.stats import IntervalStats
+from loadgen.engine.listeners import Listeners
+from loadgen.engine.outcome import RunOutcome
+from loadgen.engine.stats import IntervalStats
+from loadgen.running.request import RunOptions
+from loadgen.running.scenarios.tailing import _account, _finish, _Measurement
 
 SENT = 100
 

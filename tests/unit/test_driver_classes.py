@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.driver import BaseDriver, driver_classes
-from loadgen.errors import ConfigError
-from loadgen.spec.driver_file import omb_driver_classes
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api import BaseDriver, driver_classes
+from loadgen.driver_api.driver_file import omb_driver_classes
 
 CLIENT_MODULES = ("confluent_kafka", "pika", "pulsar", "pravega_client")
 
@@ -18,8 +18,8 @@ CLIENT_MODULES = ("confluent_kafka", "pika", "pulsar", "pravega_client")
 def test_finding_the_driver_of_a_url_or_an_omb_class_imports_no_broker_client():
     code = (
         "import sys\n"
-        "from loadgen import probe\n"
-        "from loadgen.spec.driver_file import omb_driver_classes\n"
+        "from loadgen.running import probe\n"
+        "from loadgen.driver_api.driver_file import omb_driver_classes\n"
         "probe.driver_for_url('kafka://127.0.0.1:1')\n"
         "omb_driver_classes()\n"
         f"print([m for m in {CLIENT_MODULES!r} if m in sys.modules])\n"
@@ -80,8 +80,8 @@ def test_a_driver_package_that_fails_to_load_leaves_the_others_working(tmp_path)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: loadgen-broken\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[loadgen.drivers]\nbroken = no_such_module:Driver\n")
     code = (
-        "from loadgen import probe\n"
-        "from loadgen.driver import driver_classes\n"
+        "from loadgen.running import probe\n"
+        "from loadgen.driver_api import driver_classes\n"
         "print(probe.driver_for_url('amqp://127.0.0.1:1').kind, 'broken' in driver_classes())\n"
     )
     source = Path(__file__).resolve().parents[2] / "src"

@@ -1,4 +1,5 @@
-"""loadgen.hdr: bit-identical binning, V2 round trips, Java-equal percentiles (checked in Java)."""
+"""loadgen.base.hdr: bit-identical binning, V2 round trips, Java-equal percentiles (checked in
+Java)."""
 
 import gc
 import tracemalloc
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from loadgen import hdr
+from loadgen.base import hdr
 
 
 def lognormal_ns(n=50_000, seed=7):

@@ -1,4 +1,4 @@
-"""loadgen.hdr_core's numpy V2 codec (what the pipeline's executors run) against hdrh's."""
+"""loadgen.base.hdr_core's numpy V2 codec (what the pipeline's executors run) against hdrh's."""
 
 import base64
 import struct
@@ -7,9 +7,9 @@ import zlib
 import numpy as np
 import pytest
 
-from loadgen import hdr
-from loadgen import hdr_core as codec
-from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY
+from loadgen.base import hdr
+from loadgen.base import hdr_core as codec
+from loadgen.engine.stats import END_TO_END, PUBLISH, PUBLISH_DELAY
 
 
 @pytest.mark.parametrize("metric", [PUBLISH, PUBLISH_DELAY, END_TO_END])

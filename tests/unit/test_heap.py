@@ -1,4 +1,4 @@
-"""loadgen.heap: what a long run freed leaves the process, not just the Python objects."""
+"""loadgen.base.heap: what a long run freed leaves the process, not just the Python objects."""
 
 import gc
 import threading
@@ -7,11 +7,11 @@ import psutil
 import pytest
 from tests.unit.test_journal import NAME, START, kept_intervals
 
-from loadgen import heap
+from loadgen.base import heap
+from loadgen.formats.journal import JournalWriter, journal_path, read_journal
 from loadgen.results import checkpoint
 from loadgen.results.checkpoint import THREAD_NAME, Checkpoint
 from loadgen.results.destination import Destination
-from loadgen.results.journal import JournalWriter, journal_path, read_journal
 
 MB = 2**20
 

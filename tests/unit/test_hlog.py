@@ -4,9 +4,9 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-from loadgen import hdr
-from loadgen.results.hlog import hlog_path, hlog_text, write_hlogs
-from loadgen.stats import END_TO_END, METRICS, PUBLISH, IntervalStats
+from loadgen.base import hdr
+from loadgen.engine.stats import END_TO_END, METRICS, PUBLISH, IntervalStats
+from loadgen.formats.hlog import hlog_path, hlog_text, write_hlogs
 
 STARTED_MS = 1_795_400_000_123
 

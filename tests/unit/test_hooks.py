@@ -7,8 +7,15 @@ from pathlib import Path
 import pytest
 
 import loadgen
-from loadgen.errors import BrokerUnreachable, ConfigError
-from loadgen.hooks import OUTPUT_LIMIT, HookFailed, RunHooks, make_hooks, run_after, run_command
+from loadgen.base.errors import BrokerUnreachable, ConfigError
+from loadgen.running.hooks import (
+    OUTPUT_LIMIT,
+    HookFailed,
+    RunHooks,
+    make_hooks,
+    run_after,
+    run_command,
+)
 
 RUN = {
     "name": "hooked",

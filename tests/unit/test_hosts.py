@@ -1,9 +1,9 @@
-"""Simulated hosts (loadgen.testing.hosts) without creating any: the reasons they cannot be
+"""Simulated hosts (harness.hosts) without creating any: the reasons they cannot be
 made, and the address block a new network takes."""
 
 import ipaddress
 
-from loadgen.testing import hosts
+from harness import hosts
 
 
 def test_without_root_the_reason_is_given(monkeypatch):

@@ -4,11 +4,11 @@ import csv
 
 import pytest
 
-from loadgen.request import RunOptions, RunRequest
-from loadgen.results.intervals_csv import COLUMNS, write_intervals_csv
-from loadgen.runner import run_one
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.formats.intervals_csv import COLUMNS, write_intervals_csv
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
 VERDICTS = ("rate_held", "consumers_kept_up", "drain_completed")

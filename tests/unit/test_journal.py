@@ -11,25 +11,25 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from loadgen import hdr
-from loadgen.cli import cli
-from loadgen.errors import ConfigError
-from loadgen.listeners import Listeners
-from loadgen.results import journal
-from loadgen.results.checkpoint import Checkpoint
-from loadgen.results.destination import Destination
-from loadgen.results.hlog import hlog_path, hlog_text
-from loadgen.results.journal import (
+from loadgen.base import hdr
+from loadgen.base.errors import ConfigError
+from loadgen.cli.main import cli
+from loadgen.engine.listeners import Listeners
+from loadgen.engine.spill import Spill
+from loadgen.engine.stats import END_TO_END, END_TO_END_UNCORRECTED, METRICS, PUBLISH, IntervalStats
+from loadgen.formats import journal
+from loadgen.formats.hlog import hlog_path, hlog_text
+from loadgen.formats.journal import (
     JournalWriter,
     append_line,
     journal_path,
     read_journal,
     result_from_journal,
 )
-from loadgen.results.runstart import UNFINISHED, RunStart, result_document, unfinished_outcome
-from loadgen.results.testresult import ResultHeader
-from loadgen.spill import Spill
-from loadgen.stats import END_TO_END, END_TO_END_UNCORRECTED, METRICS, PUBLISH, IntervalStats
+from loadgen.formats.result_json import ResultHeader
+from loadgen.formats.runstart import UNFINISHED, RunStart, result_document, unfinished_outcome
+from loadgen.results.checkpoint import Checkpoint
+from loadgen.results.destination import Destination
 
 STARTED_MS = 1_795_400_000_123
 NAME = "run-Memory-2026-11-26-12-00-00.json"

@@ -4,9 +4,9 @@ import json
 
 from tests.unit.test_report import MEMORY, workload
 
-from loadgen.request import RunOptions, RunRequest
-from loadgen.results.journal import journal_path, result_from_journal
-from loadgen.runner import execute, result_path
+from loadgen.formats.journal import journal_path, result_from_journal
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import execute, result_path
 
 OPTIONS = RunOptions(duration_s=2, warmup_s=1, stats_interval_s=0.5)
 

@@ -13,13 +13,13 @@ import pytest
 from tests.unit.test_journal import NAME, START, interval, kept_intervals
 from tests.unit.test_report import MEMORY, workload
 
-from loadgen import runner
-from loadgen.listeners import Listeners, OnInterval
-from loadgen.request import RunOptions, RunRequest
+from loadgen.engine.listeners import Listeners, OnInterval
+from loadgen.engine.spill import Spill
+from loadgen.formats.journal import JournalWriter, journal_path, read_journal
 from loadgen.results.checkpoint import FINISH_WAIT_S, THREAD_NAME, Checkpoint
 from loadgen.results.destination import Destination
-from loadgen.results.journal import JournalWriter, journal_path, read_journal
-from loadgen.spill import Spill
+from loadgen.running import runner
+from loadgen.running.request import RunOptions, RunRequest
 
 STATS_INTERVAL_S = 0.2
 OPTIONS = RunOptions(duration_s=2, warmup_s=0, stats_interval_s=STATS_INTERVAL_S)

@@ -1,6 +1,6 @@
 import pytest
 
-from loadgen.keys import POOL_SIZE, key_pool, key_source, random_nano_index
+from loadgen.engine.keys import POOL_SIZE, key_pool, key_source, random_nano_index
 
 
 def test_key_pool_has_ten_thousand_ten_character_base64url_keys():

@@ -1,12 +1,15 @@
-"""The package's layers: a module may import its own layer and the ones below, never above.
+"""The package's layers, one folder each: a module may import its own layer and the ones below.
 
-Lowest first: the engine (spec, driver, worker, cluster, stats, results, report, pipeline,
-metrics, the run request and its listeners...), the scenarios that drive a worker through a
-run, the runner that turns a request into a result file (and the probe, which drives a
-scenario itself), the studies that call the runner many times (sweep, matrix), and the
-interfaces on top (the CLI, the Python API, the pytest plugin). Imports are read with ``ast``,
-nothing is imported; imports inside functions and under ``TYPE_CHECKING`` count as well.
-docs/design/architecture.md explains each layer.
+Lowest first: ``base`` (errors, HdrHistogram coding, file writes; ``spec``, the workload
+files), the ``driver_api`` (the seam drivers implement, driver files, broker URLs), the
+``engine`` (the worker, its producer loop and recorders; ``local_brokers``, which it can
+start), the ``formats`` (what the engine's values become on disk and on the wire), the
+outputs and their transport (``results``, ``report``, ``metrics``, ``pipeline``,
+``distributed``), ``running`` (one run: the runner, its scenarios, the probe), ``studies``
+(many runs: sweep, matrix) and the interfaces (``cli``, ``pytest_plugin``, and the package's
+root: ``loadgen/__init__.py`` re-exporting ``api.py``). Folders of one layer import each other
+without cycles. Imports are read with ``ast``, nothing is imported; imports inside functions
+and under ``TYPE_CHECKING`` count as well. docs/design/architecture.md explains each layer.
 """
 
 from __future__ import annotations
@@ -18,37 +21,36 @@ import pytest
 
 SOURCE = Path(__file__).resolve().parents[2] / "src"
 
-LAYERS = ("engine", "scenarios", "runner", "studies", "interface")
-PLACED = {
-    "loadgen.scenarios": "scenarios",
-    "loadgen.runner": "runner",
-    "loadgen.probe": "runner",
-    "loadgen.studies": "studies",
-    "loadgen.__main__": "interface",
-    "loadgen.api": "interface",
-    "loadgen.cli": "interface",
-    "loadgen.cli_env": "interface",
-    "loadgen.cli_options": "interface",
-    "loadgen.cli_output": "interface",
-    "loadgen.testing.benchmark": "interface",
-    "loadgen.testing.pytest_plugin": "interface",
+LAYERS = ("base", "driver_api", "engine", "formats", "outputs", "running", "studies", "interface")
+FOLDERS = {
+    "base": "base",
+    "spec": "base",
+    "driver_api": "driver_api",
+    "engine": "engine",
+    "local_brokers": "engine",
+    "formats": "formats",
+    "results": "outputs",
+    "report": "outputs",
+    "metrics": "outputs",
+    "pipeline": "outputs",
+    "distributed": "outputs",
+    "running": "running",
+    "studies": "studies",
+    "cli": "interface",
+    "pytest_plugin": "interface",
 }
-"""Modules and packages above the engine (the longest matching name wins); the rest is engine,
-but for the package itself (``loadgen/__init__.py``), which re-exports the API: interface."""
-VERSION_ONLY = {"loadgen"}
-"""Imported from below for ``loadgen.__version__`` alone: Python runs the package's
-``__init__`` before any of its modules anyway, so this adds no dependency."""
+"""Each folder of ``src/loadgen`` and its layer."""
+ROOT_MODULES = {"loadgen", "loadgen.__main__", "loadgen.api"}
+"""The package's root holds the interface only: the re-exported API and ``python -m loadgen``."""
+
+
+def folder_of(module: str) -> str:
+    """``loadgen.engine.stats`` -> ``engine``; a root module is its own folder, ``""``."""
+    return "" if module in ROOT_MODULES else module.split(".")[1]
 
 
 def layer_of(module: str) -> str:
-    if module == "loadgen":
-        return "interface"
-    parts = module.split(".")
-    for end in range(len(parts), 1, -1):
-        placed = PLACED.get(".".join(parts[:end]))
-        if placed is not None:
-            return placed
-    return "engine"
+    return "interface" if module in ROOT_MODULES else FOLDERS[folder_of(module)]
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -75,67 +77,119 @@ def imported_modules(path: Path, root: Path) -> set[str]:
                     root / Path(*candidate.split(".")) / "__init__.py"
                 ).exists()
                 found.add(candidate if is_module else base)
-    return {module for module in found if module.split(".")[0] in ("loadgen", "drivers")}
+    return {module for module in found if module.split(".")[0] in ("loadgen", "loadgen_drivers")}
+
+
+def imports(root: Path) -> list[tuple[str, str]]:
+    """Every (importer, imported) pair of ``loadgen`` modules under ``root/loadgen``."""
+    return [
+        (module_name(path, root), imported)
+        for path in sorted((root / "loadgen").rglob("*.py"))
+        for imported in sorted(imported_modules(path, root))
+    ]
 
 
 def violations(root: Path) -> list[str]:
     """One line per import of a higher layer (or of a driver package) under ``root/loadgen``."""
     found = []
-    for path in sorted((root / "loadgen").rglob("*.py")):
-        importer = module_name(path, root)
-        for imported in sorted(imported_modules(path, root)):
-            if imported.split(".")[0] == "drivers":
-                found.append(f"{importer} imports {imported}: loadgen never imports a driver")
-                continue
-            if imported in VERSION_ONLY:
-                continue
-            below, above = layer_of(importer), layer_of(imported)
-            if LAYERS.index(above) > LAYERS.index(below):
-                found.append(f"{importer} ({below}) imports {imported} ({above}), a higher layer")
+    for importer, imported in imports(root):
+        if imported.split(".")[0] == "loadgen_drivers":
+            found.append(f"{importer} imports {imported}: loadgen never imports a driver")
+            continue
+        below, above = layer_of(importer), layer_of(imported)
+        if LAYERS.index(above) > LAYERS.index(below):
+            found.append(f"{importer} ({below}) imports {imported} ({above}), a higher layer")
     return found
+
+
+def folder_cycles(root: Path) -> list[list[str]]:
+    """Cycles among folders: each as the folders in order, the first repeated at the end."""
+    edges: dict[str, set[str]] = {}
+    for importer, imported in imports(root):
+        if imported.split(".")[0] == "loadgen" and folder_of(importer) != folder_of(imported):
+            edges.setdefault(folder_of(importer), set()).add(folder_of(imported))
+    cycles = []
+
+    def walk(path: list[str]) -> None:
+        for nxt in sorted(edges.get(path[-1], ())):
+            if nxt == path[0]:
+                cycles.append([*path, nxt])
+            elif nxt not in path and nxt > path[0]:
+                walk([*path, nxt])
+
+    for start in sorted(edges):
+        walk([start])
+    return cycles
 
 
 def test_no_module_imports_a_higher_layer():
     assert violations(SOURCE) == []
 
 
-def test_every_placed_name_exists():
-    """A renamed module must not leave its layer entry behind (and so drop to the engine)."""
-    missing = [
-        name
-        for name in PLACED
-        if not (SOURCE / Path(*name.split("."))).with_suffix(".py").exists()
-        and not (SOURCE / Path(*name.split("."))).is_dir()
-    ]
-    assert missing == []
+def test_folders_import_each_other_without_cycles():
+    assert folder_cycles(SOURCE) == []
+
+
+def test_every_folder_has_a_layer_and_the_root_only_the_interface():
+    package = SOURCE / "loadgen"
+    folders = {path.name for path in package.iterdir() if (path / "__init__.py").exists()}
+    modules = {f"loadgen.{path.stem}" for path in package.glob("*.py")} - {"loadgen.__init__"}
+    assert folders == set(FOLDERS)
+    assert modules | {"loadgen"} == ROOT_MODULES
 
 
 @pytest.mark.parametrize(
     ("module", "layer"),
     [
-        ("loadgen.stats", "engine"),
-        ("loadgen.request", "engine"),
-        ("loadgen.scenarios.tailing", "scenarios"),
-        ("loadgen.runner", "runner"),
+        ("loadgen.base.errors", "base"),
+        ("loadgen.spec.workload", "base"),
+        ("loadgen.driver_api", "driver_api"),
+        ("loadgen.engine.stats", "engine"),
+        ("loadgen.local_brokers.tansu", "engine"),
+        ("loadgen.formats.result_json", "formats"),
+        ("loadgen.distributed.server", "outputs"),
+        ("loadgen.running.scenarios.tailing", "running"),
         ("loadgen.studies.sweep", "studies"),
-        ("loadgen.cli", "interface"),
-        ("loadgen.testing.tansu", "engine"),
+        ("loadgen.cli.main", "interface"),
         ("loadgen", "interface"),
+        ("loadgen.api", "interface"),
     ],
 )
 def test_layer_of(module, layer):
     assert layer_of(module) == layer
 
 
+def package_with(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in {"loadgen/__init__.py": "", **files}.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / "__init__.py").touch()
+        path.write_text(text)
+    return tmp_path
+
+
 def test_an_engine_module_importing_the_runner_is_named_with_both_layers(tmp_path):
-    package = tmp_path / "loadgen"
-    (package / "scenarios").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "runner.py").write_text("")
-    (package / "scenarios" / "__init__.py").write_text("")
-    (package / "scenarios" / "tailing.py").write_text("from .. import runner\n")
-    (package / "stats.py").write_text("def later():\n    from loadgen.scenarios import tailing\n")
-    assert violations(tmp_path) == [
-        "loadgen.scenarios.tailing (scenarios) imports loadgen.runner (runner), a higher layer",
-        "loadgen.stats (engine) imports loadgen.scenarios.tailing (scenarios), a higher layer",
+    root = package_with(
+        tmp_path,
+        {
+            "loadgen/running/runner.py": "",
+            "loadgen/engine/stats.py": "def later():\n    from loadgen.running import runner\n",
+            "loadgen/engine/driver.py": "import loadgen_drivers.kafka\n",
+        },
+    )
+    assert violations(root) == [
+        "loadgen.engine.driver imports loadgen_drivers.kafka: loadgen never imports a driver",
+        "loadgen.engine.stats (engine) imports loadgen.running.runner (running), a higher layer",
     ]
+
+
+def test_a_cycle_between_two_folders_of_one_layer_is_named(tmp_path):
+    root = package_with(
+        tmp_path,
+        {
+            "loadgen/report/html.py": "from loadgen.results import compare\n",
+            "loadgen/results/compare.py": "def later():\n    from loadgen.report import html\n",
+        },
+    )
+    assert violations(root) == []
+    assert folder_cycles(root) == [["report", "results", "report"]]

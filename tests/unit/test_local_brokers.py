@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.errors import ConfigError
-from loadgen.testing import local
-from loadgen.testing.process import process_alive
+from loadgen.base.errors import ConfigError
+from loadgen.local_brokers import catalogue as local
+from loadgen.local_brokers.launch import process_alive
 
 
 @pytest.fixture(autouse=True)
@@ -40,8 +40,8 @@ def test_unknown_broker_kind_lists_the_supported_ones():
 def test_kafka_local_yaml_carries_the_same_tansu_settings_as_the_embedded_broker():
     from pathlib import Path
 
-    from loadgen.spec import load_driver_spec
-    from loadgen.testing.tansu import TANSU_CLIENT_SETTINGS
+    from loadgen.driver_api.driver_file import load_driver_spec
+    from loadgen.local_brokers.tansu import TANSU_CLIENT_SETTINGS
 
     path = Path(__file__).resolve().parents[2] / "configs" / "drivers" / "kafka-local.yaml"
     config = load_driver_spec(path).config
@@ -52,9 +52,9 @@ def test_kafka_local_yaml_carries_the_same_tansu_settings_as_the_embedded_broker
 def test_rabbitmq_local_yaml_points_where_brokers_up_starts_the_node():
     from pathlib import Path
 
-    from loadgen.spec import load_driver_spec
-    from loadgen.testing.local import DEFAULT_PORTS
-    from loadgen.testing.rabbitmq import LOCAL_DRIVER_SETTINGS
+    from loadgen.driver_api.driver_file import load_driver_spec
+    from loadgen.local_brokers.catalogue import DEFAULT_PORTS
+    from loadgen.local_brokers.rabbitmq import LOCAL_DRIVER_SETTINGS
 
     path = Path(__file__).resolve().parents[2] / "configs" / "drivers" / "rabbitmq-local.yaml"
     config = load_driver_spec(path).config

@@ -8,17 +8,17 @@ import json
 import ssl
 
 import pytest
+from loadgen_drivers.kafka.trust import trust_context
+from loadgen_drivers.pulsar.admin import auth_headers
+from loadgen_drivers.pulsar.config import Authentication
+from loadgen_drivers.pulsar.handshake import auth_fields
+from loadgen_drivers.pulsar.login import login_name
 
-from drivers.kafka.trust import trust_context
-from drivers.pulsar.admin import auth_headers
-from drivers.pulsar.config import Authentication
-from drivers.pulsar.handshake import auth_fields
-from drivers.pulsar.login import login_name
-from loadgen.errors import BrokerLoginRefused, BrokerTlsFailed, exit_code_for
-from loadgen.testing.certs import expired_server, make_certs
-from loadgen.testing.process import free_port
-from loadgen.testing.tls_server import TlsServer
-from loadgen.tls_check import tls_verify_problem
+from harness.tls_server import TlsServer
+from loadgen.base.errors import BrokerLoginRefused, BrokerTlsFailed, exit_code_for
+from loadgen.base.tls_check import tls_verify_problem
+from loadgen.local_brokers.certs import expired_server, make_certs
+from loadgen.local_brokers.launch import free_port
 
 
 def unsigned_token(claims: dict[str, object]) -> str:

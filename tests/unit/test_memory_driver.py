@@ -2,12 +2,12 @@ import threading
 import time
 
 import pytest
+from loadgen_drivers.memory import Driver
 
-from drivers.memory import Driver
-from loadgen.driver import KEY, NO_MESSAGE_ID, VALUE, TopicSpec
-from loadgen.errors import ConfigError, DriverError
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stamp_prefix import PREFIX_MARK, pack_prefixed, read_prefix
+from loadgen.base.errors import ConfigError, DriverError
+from loadgen.driver_api import KEY, NO_MESSAGE_ID, VALUE, TopicSpec
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.stamp import PREFIX_MARK, pack_prefixed, read_prefix
 
 
 def wait_for(condition, timeout=5.0):

@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen import hdr
-from loadgen.errors import ConfigError
-from loadgen.payload import build_payloads, pool_sizes, sized_pool
+from loadgen.base import hdr
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.payload import build_payloads, pool_sizes, sized_pool
+from loadgen.engine.stats import END_TO_END, merge_all
 from loadgen.report.html import render_page
 from loadgen.report.shape import format_shape
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload, load_workload
 from loadgen.spec.consumer_delay import POOL_SIZE, ConsumerDelay, delay_pool
-from loadgen.spec.driver_spec import DriverSpec
 from loadgen.spec.message_sizes import SizeRange, SizeWeight
 from loadgen.spec.model import parse_model
-from loadgen.stats import END_TO_END, merge_all
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
 SIZES = [{"size": 100, "weight": 3}, {"size": 4096, "weight": 1}]

@@ -2,7 +2,7 @@
 
 from unittest.mock import ANY
 
-from loadgen.redaction import redact
+from loadgen.base.redaction import redact
 
 
 def test_secret_keys_and_uri_userinfo_are_redacted_in_mappings_and_properties_text():
@@ -38,7 +38,7 @@ def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):
     from importlib.metadata import version
 
     import loadgen
-    from loadgen import recorder
+    from loadgen.engine import recorder
 
     result = loadgen.run(
         {
@@ -59,7 +59,7 @@ def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):
     assert run["clientVersions"] == {"hdrhistogram": version("hdrhistogram")}  # memory: no client
     assert run["cpuCount"] == os.cpu_count()
     assert run["cpuAffinity"] == sorted(os.sched_getaffinity(0))
-    assert run["loadgenVersion"] == loadgen.__version__
+    assert run["loadgenVersion"] == loadgen.base.version.__version__
     compiled = recorder.ProducerRecorder is recorder.CompiledProducerRecorder
     assert run["recorderEngine"] == ("c" if compiled else "python")
     assert run["recorderEngines"] == {"local": run["recorderEngine"]}  # its one worker
@@ -82,8 +82,8 @@ def test_properties_lines_with_a_colon_and_in_memory_keys_are_redacted():
 def test_the_client_versions_are_those_the_runs_driver_declares():
     from importlib.metadata import version
 
-    from loadgen.results.metadata import client_versions
-    from loadgen.spec import DriverSpec
+    from loadgen.driver_api.driver_spec import DriverSpec
+    from loadgen.formats.metadata import client_versions
 
     kafka = client_versions(DriverSpec(name="K", kind="kafka", config={}))
     rabbitmq = client_versions(DriverSpec(name="R", kind="rabbitmq", config={}))

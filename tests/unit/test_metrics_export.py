@@ -12,12 +12,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
 import loadgen
-from loadgen import hdr
-from loadgen.errors import ConfigError
+from loadgen.base import hdr
+from loadgen.base.errors import ConfigError
+from loadgen.engine.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, IntervalStats
+from loadgen.local_brokers.launch import free_port
 from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import serving
-from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, IntervalStats
-from loadgen.testing.process import free_port
 
 RUN = {"run_id": "r1", "workload": "w", "driver": "Memory"}
 LABELS = {"role": "coordinator", "worker": "all", **RUN}

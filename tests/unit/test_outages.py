@@ -3,8 +3,8 @@
 import logging
 
 import loadgen
-from loadgen.scenarios.outages import OutageWatch, threshold_for
-from loadgen.worker.local import Progress
+from loadgen.engine.local_worker import Progress
+from loadgen.running.scenarios.outages import OutageWatch, threshold_for
 
 MEMORY = loadgen.driver("memory", name="Memory")
 

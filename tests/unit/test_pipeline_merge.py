@@ -12,18 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen import hdr
-from loadgen.errors import ConfigError
-from loadgen.listeners import Listeners, OnInterval
-from loadgen.pipeline.landing import (
-    LandingWriter,
-    RunIdentity,
-    close_run,
-    open_landing,
-)
+from loadgen.base import hdr
+from loadgen.base.errors import ConfigError
+from loadgen.engine.listeners import Listeners, OnInterval
+from loadgen.engine.stats import END_TO_END, METRICS, PUBLISH, IntervalStats
+from loadgen.pipeline.landing import LandingWriter, RunIdentity, close_run, open_landing
 from loadgen.pipeline.tasks.merge import SUMMARY_COLUMNS, RunState, advance
 from loadgen.pipeline.tasks.records import TABLES
-from loadgen.stats import END_TO_END, METRICS, PUBLISH, IntervalStats
 
 RUN = "run-1"
 

@@ -4,13 +4,7 @@ import json
 
 import pytest
 
-from loadgen.pipeline.tasks.parse import (
-    EMPTY,
-    MAX_LINE_BYTES,
-    UNTERMINATED,
-    MetaOnce,
-    parse_file,
-)
+from loadgen.pipeline.tasks.parse import EMPTY, MAX_LINE_BYTES, UNTERMINATED, MetaOnce, parse_file
 from loadgen.pipeline.tasks.records import (
     META_DIGEST,
     PROBLEM,

@@ -16,10 +16,10 @@ from collections import deque
 from types import SimpleNamespace
 
 import pytest
+from loadgen_drivers.pravega.consumer import ReaderConsumer
+from loadgen_drivers.pravega.events import stamped, unstamped
 
-from drivers.pravega.consumer import ReaderConsumer
-from drivers.pravega.events import stamped, unstamped
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS
+from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS
 
 
 def event(sent_ns, payload=b"payload"):
@@ -177,7 +177,7 @@ def test_while_waiting_for_a_slice_the_consumer_calls_into_the_client_every_wait
 
 
 def test_close_gives_up_on_a_fetch_that_outlasts_the_settle_time(monkeypatch):
-    monkeypatch.setattr("drivers.pravega.consumer.SETTLE_S", 0.1)
+    monkeypatch.setattr("loadgen_drivers.pravega.consumer.SETTLE_S", 0.1)
     offline = threading.Event()
     reader = Reader()
     consumer = ReaderConsumer(reader, Received(expected=1), True, offline.set)

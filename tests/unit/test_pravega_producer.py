@@ -12,10 +12,9 @@ import threading
 from functools import partial
 
 import pytest
-
-from drivers.pravega.events import read_stamped, stamped
-from drivers.pravega.producer import EventProducer, WriteFailed, WriteLoop
-from drivers.pravega.transactions import (
+from loadgen_drivers.pravega.events import read_stamped, stamped
+from loadgen_drivers.pravega.producer import EventProducer, WriteFailed, WriteLoop
+from loadgen_drivers.pravega.transactions import (
     IDLE_COMMIT_S,
     TransactionalProducer,
     TransactionFailed,
@@ -209,7 +208,7 @@ def test_an_idle_open_transaction_is_committed_by_poll(monkeypatch):
     producer.poll()
     assert writer.transactions == []
     clock = [0.0]
-    monkeypatch.setattr("drivers.pravega.transactions.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("loadgen_drivers.pravega.transactions.time.monotonic", lambda: clock[0])
     producer.send(b"key", bytes(10), acks, -1, 2**63 - 1)
     clock[0] += IDLE_COMMIT_S
     producer.poll()
@@ -245,7 +244,7 @@ def test_a_failed_commit_fails_every_event_of_its_transaction():
 
 
 def test_send_waits_beyond_the_bound_until_an_acknowledgement_makes_room(write_loop, monkeypatch):
-    monkeypatch.setattr("drivers.pravega.producer.MAX_UNACKNOWLEDGED", 2)
+    monkeypatch.setattr("loadgen_drivers.pravega.producer.MAX_UNACKNOWLEDGED", 2)
     write = HeldWrites()
     producer = EventProducer(write, write_loop, stamped)
     acks = Acks()
@@ -265,8 +264,8 @@ def test_send_waits_beyond_the_bound_until_an_acknowledgement_makes_room(write_l
 
 
 def test_send_reports_an_event_failed_when_no_room_comes_in_time(write_loop, monkeypatch):
-    monkeypatch.setattr("drivers.pravega.producer.MAX_UNACKNOWLEDGED", 1)
-    monkeypatch.setattr("drivers.pravega.producer.FULL_WAIT_S", 0.2)
+    monkeypatch.setattr("loadgen_drivers.pravega.producer.MAX_UNACKNOWLEDGED", 1)
+    monkeypatch.setattr("loadgen_drivers.pravega.producer.FULL_WAIT_S", 0.2)
     write = HeldWrites()
     producer = EventProducer(write, write_loop, stamped)
     acks = Acks()

@@ -14,8 +14,7 @@ from collections import Counter
 
 import pravega_client
 import pytest
-
-from drivers.pravega.events import (
+from loadgen_drivers.pravega.events import (
     NO_TIMESTAMP,
     clean_name,
     read_stamped,
@@ -24,9 +23,10 @@ from drivers.pravega.events import (
     stamped,
     unstamped,
 )
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS
-from loadgen.keys import POOL_SIZE, key_pool, key_source
-from loadgen.payload import PROBE_PAYLOAD
+
+from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS
+from loadgen.engine.keys import POOL_SIZE, key_pool, key_source
+from loadgen.engine.payload import PROBE_PAYLOAD
 
 MASK = (1 << 64) - 1
 EVENT_ROUTER_SEED = 1741865571
@@ -171,7 +171,8 @@ def test_names_keep_only_what_omb_keeps():
 
 
 def test_the_clients_non_blocking_write_takes_text_only_and_a_running_loop():
-    """Why events travel as text (see drivers.pravega.events); no connection is attempted."""
+    """Why events travel as text (see loadgen_drivers.pravega.events); no connection is
+    attempted."""
     writer = pravega_client.StreamManager("tcp://127.0.0.1:1").create_writer("scope", "stream")
     with pytest.raises(TypeError, match="cannot be converted to 'PyString'"):
         writer.write_event_async(b"bytes")

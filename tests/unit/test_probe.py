@@ -2,11 +2,11 @@
 
 import pytest
 
-from loadgen import hdr
-from loadgen.errors import ConfigError
-from loadgen.outcome import RunOutcome
-from loadgen.probe import ProbeSettings, _verdict, driver_for_url, probe_workload
-from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
+from loadgen.base import hdr
+from loadgen.base.errors import ConfigError
+from loadgen.engine.outcome import RunOutcome
+from loadgen.engine.stats import END_TO_END, PUBLISH, IntervalStats
+from loadgen.running.probe import ProbeSettings, _verdict, driver_for_url, probe_workload
 
 
 def test_kafka_url_gets_the_default_port_for_each_host_and_skips_the_group_join():

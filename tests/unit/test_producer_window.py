@@ -11,11 +11,11 @@ import pytest
 from tests.unit.test_producer_loop import LateAcks
 
 import loadgen
-from loadgen import hdr
-from loadgen.driver import CallbackAcks
-from loadgen.errors import ConfigError
-from loadgen.worker import producer_loop
-from loadgen.worker.producer_loop import ProducerLoop
+from loadgen.base import hdr
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api import CallbackAcks
+from loadgen.engine import producer_loop
+from loadgen.engine.producer_loop import ProducerLoop
 
 
 class Counted:

@@ -4,18 +4,18 @@ import logging
 
 import pulsar
 import pytest
-
-from drivers.pulsar import Driver
-from drivers.pulsar.admin import auth_headers, rest_path
-from drivers.pulsar.client import (
+from loadgen_drivers.pulsar import Driver
+from loadgen_drivers.pulsar.admin import auth_headers, rest_path
+from loadgen_drivers.pulsar.client import (
     SwitchEveryNDelays,
     client_kwargs,
     consumer_kwargs,
     producer_kwargs,
 )
-from drivers.pulsar.config import AckMode, BatchingType, SubscriptionType, TopicType
-from loadgen.errors import ConfigError
-from loadgen.spec import spec_from_dict
+from loadgen_drivers.pulsar.config import AckMode, BatchingType, SubscriptionType, TopicType
+
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api.driver_file import spec_from_dict
 from loadgen.spec.loader import load_yaml
 
 OMB_PULSAR_YAML = """\
@@ -169,7 +169,7 @@ def test_partition_switch_frequency_installs_the_java_router(tmp_path, monkeypat
     router = producer_kwargs(config.producer)["message_router"]
     assert isinstance(router, SwitchEveryNDelays)
     clock = iter([0, 9_999_999, 10_000_000, 20_000_000])
-    monkeypatch.setattr("drivers.pulsar.client.monotonic_ns", lambda: next(clock))
+    monkeypatch.setattr("loadgen_drivers.pulsar.client.monotonic_ns", lambda: next(clock))
     unkeyed = type("M", (), {"partition_key": lambda self: ""})()
     picks = [router(unkeyed, 16) for _ in range(4)]
     assert picks[0] == picks[1] != picks[2] != picks[3]  # one partition per 5 × 2 ms

@@ -1,18 +1,18 @@
 """The RabbitMQ driver file and topology rules, checked without a broker."""
 
 import pytest
-
-from drivers.rabbitmq import Driver
-from drivers.rabbitmq.config import ExchangeType, QueueType, mask_password
-from drivers.rabbitmq.topology import (
+from loadgen_drivers.rabbitmq import Driver
+from loadgen_drivers.rabbitmq.config import ExchangeType, QueueType, mask_password
+from loadgen_drivers.rabbitmq.topology import (
     check_partitions,
     key_partition,
     queue_arguments,
     queue_names,
     routing_keys,
 )
-from loadgen.errors import ConfigError
-from loadgen.spec import spec_from_dict
+
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api.driver_file import spec_from_dict
 from loadgen.spec.loader import load_yaml
 
 OMB_RABBITMQ_YAML = """\
@@ -140,7 +140,7 @@ def test_key_partition_is_crc32_so_every_process_agrees():
 
 
 def test_creation_is_paced_after_every_batch_like_omb(monkeypatch):
-    from drivers.rabbitmq import driver as rabbitmq_driver
+    from loadgen_drivers.rabbitmq import driver as rabbitmq_driver
 
     slept = []
     monkeypatch.setattr(rabbitmq_driver.time, "sleep", slept.append)
@@ -155,8 +155,8 @@ def test_creation_is_paced_after_every_batch_like_omb(monkeypatch):
 
 
 def test_amqps_tls_query_keys_are_taken_out_for_pika_and_override_the_file(tmp_path):
-    from drivers.rabbitmq.config import connection_parameters
-    from drivers.rabbitmq.tls import TlsSettings, settings_for, split_tls_query
+    from loadgen_drivers.rabbitmq.config import connection_parameters
+    from loadgen_drivers.rabbitmq.tls import TlsSettings, settings_for, split_tls_query
 
     uri = "amqps://u:p@h:5671/%2F?heartbeat=5&verify=verify_none&server_name_indication=x.example"
     assert split_tls_query(uri) == (

@@ -2,7 +2,7 @@
 
 import threading
 
-from drivers.rabbitmq.pump import Pump
+from loadgen_drivers.rabbitmq.pump import Pump
 
 
 def test_a_step_runs_what_is_ready_and_returns():

@@ -1,6 +1,6 @@
 import pytest
 
-from loadgen.rate import Schedule
+from loadgen.engine.rate import Schedule
 
 
 def test_intended_times_follow_the_absolute_schedule():

@@ -5,15 +5,15 @@ import time
 
 import pytest
 
-from loadgen.driver import open_driver
-from loadgen.rate import Schedule
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
+from harness.rates import judge_rate, skip_if_host_busy
+from loadgen.driver_api import open_driver
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.local_worker import LocalWorker
+from loadgen.engine.plan import consumer_subscriptions
+from loadgen.engine.rate import Schedule
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.testing.rates import judge_rate, skip_if_host_busy
-from loadgen.worker.local import LocalWorker
-from loadgen.worker.plan import consumer_subscriptions
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
 

@@ -2,12 +2,7 @@
 
 import pytest
 
-from loadgen.rate_controller import (
-    PUBLISH_BACKLOG,
-    RAMP_UP,
-    RECEIVE_BACKLOG,
-    RateController,
-)
+from loadgen.engine.rate_controller import PUBLISH_BACKLOG, RAMP_UP, RECEIVE_BACKLOG, RateController
 
 SECOND_NS = 1_000_000_000
 

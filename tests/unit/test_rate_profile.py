@@ -2,8 +2,8 @@
 
 import pytest
 
-from loadgen.errors import ConfigError
-from loadgen.scenarios.rate_control import profile_rate, rate_control_for
+from loadgen.base.errors import ConfigError
+from loadgen.running.scenarios.rate_control import profile_rate, rate_control_for
 from loadgen.spec import Workload, parse_model
 from loadgen.spec.rate_profile import RateSegment
 

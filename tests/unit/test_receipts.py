@@ -1,4 +1,4 @@
-"""The C engine's receipts (``loadgen._hotpath.Receipts``): the accounting kept as deliveries
+"""The C engine's receipts (``loadgen.engine._hotpath.Receipts``): the accounting kept as deliveries
 come gives the counts the ledger gives from every delivery's id, whatever the order."""
 
 import random
@@ -7,10 +7,10 @@ import time
 import numpy as np
 import pytest
 
-from loadgen.accounting import Ledger, message_id_base
-from loadgen.driver import NO_MESSAGE_ID
-from loadgen.hdr_core import END_TO_END
-from loadgen.recorder import COMPILED, _hotpath, core_layout, receipt_of
+from loadgen.base.hdr_core import END_TO_END
+from loadgen.driver_api import NO_MESSAGE_ID
+from loadgen.engine.accounting import Ledger, message_id_base
+from loadgen.engine.recorder import COMPILED, _hotpath, core_layout, receipt_of
 
 pytestmark = pytest.mark.skipif(not COMPILED, reason="the compiled recorders are not in use")
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from loadgen_drivers.memory import Driver
 
-from drivers.memory import Driver
-from loadgen import hdr
-from loadgen import recorder as recorders
-from loadgen.driver import prefixed_deliveries
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stamp_prefix import PREFIX_BYTES, PREFIX_MARK, pack_prefixed
-from loadgen.worker.consumer_delay import delayed
-from loadgen.worker.local import LocalWorker
+from loadgen.base import hdr
+from loadgen.driver_api import prefixed_deliveries
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.stamp import PREFIX_BYTES, PREFIX_MARK, pack_prefixed
+from loadgen.engine import recorder as recorders
+from loadgen.engine.local_worker import LocalWorker
+from loadgen.engine.slow_consumer import delayed
 
 PYTHON_READS_THE_C_CLOCKS = (
     time.get_clock_info("perf_counter").implementation == "clock_gettime(CLOCK_MONOTONIC)"
@@ -39,17 +39,17 @@ def test_the_c_engine_is_built_where_a_c_compiler_is():
         pytest.skip("no C compiler here: the pure-Python engine is the one")
     if not PYTHON_READS_THE_C_CLOCKS:
         pytest.skip("Python's perf_counter or time is not the C engine's clock here")
-    assert recorders._hotpath is not None, "pip install did not build loadgen._hotpath"
+    assert recorders._hotpath is not None, "pip install did not build loadgen.engine._hotpath"
 
 
 def test_the_c_engine_is_only_built_where_python_reads_its_clocks():
     if recorders._hotpath is None:
-        pytest.skip("loadgen._hotpath is not built")
+        pytest.skip("loadgen.engine._hotpath is not built")
     assert time.get_clock_info("perf_counter").implementation == "clock_gettime(CLOCK_MONOTONIC)"
     assert time.get_clock_info("time").implementation == "clock_gettime(CLOCK_REALTIME)"
 
 
-@pytest.mark.skipif(recorders._hotpath is None, reason="loadgen._hotpath is not built")
+@pytest.mark.skipif(recorders._hotpath is None, reason="loadgen.engine._hotpath is not built")
 def test_the_c_engine_reads_the_clocks_python_reads():
     for python_clock, c_clock in (
         (time.perf_counter_ns, recorders._hotpath.perf_counter_ns),

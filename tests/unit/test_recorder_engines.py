@@ -7,14 +7,14 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from loadgen import recorder
-from loadgen.cluster import wire
-from loadgen.cluster.client import ControlPlane, WorkerClient
-from loadgen.cluster.ensemble import Ensemble
-from loadgen.cluster.server import _Routes
-from loadgen.cluster.service import WorkerService
-from loadgen.cluster.split import OMB
-from loadgen.spec.driver_spec import DriverSpec
+from loadgen.distributed.client import ControlPlane, WorkerClient
+from loadgen.distributed.ensemble import Ensemble
+from loadgen.distributed.server import _Routes
+from loadgen.distributed.service import WorkerService
+from loadgen.distributed.split import OMB
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine import recorder
+from loadgen.formats import worker_protocol as wire
 
 
 def test_a_workers_health_names_its_recorder_engine():

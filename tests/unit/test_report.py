@@ -9,18 +9,18 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from loadgen import hdr
-from loadgen.cli import cli
-from loadgen.errors import ConfigError, RunAborted
-from loadgen.listeners import OnInterval
+from loadgen.base import hdr
+from loadgen.base.errors import ConfigError, RunAborted
+from loadgen.cli.main import cli
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.listeners import OnInterval
+from loadgen.engine.stats import END_TO_END, PUBLISH
 from loadgen.report import series
 from loadgen.report.html import export_charts, write_report
-from loadgen.request import RunOptions, RunRequest
 from loadgen.results.compare import load_result
-from loadgen.runner import run_one
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import END_TO_END, PUBLISH
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
 CHART_IDS = ("chart-throughput", "chart-publish-latency", "chart-e2e-latency", "chart-distribution")

@@ -2,17 +2,18 @@
 
 import pytest
 
-from loadgen import thresholds
-from loadgen.errors import ConfigError
-from loadgen.outcome import CatchUpOutcome, CatchUpPlan, DrainVerdict, RunOutcome
-from loadgen.request import RunOptions
-from loadgen.results.run_verdicts import (
+from loadgen.base.errors import ConfigError
+from loadgen.engine.outcome import CatchUpOutcome, CatchUpPlan, DrainVerdict, RunOutcome
+from loadgen.engine.stats import IntervalStats
+from loadgen.formats.run_verdicts import (
     consumers_verdict,
     drain_failed,
     rate_verdict,
     verdict_fields,
 )
-from loadgen.scenarios.catch_up import (
+from loadgen.running import thresholds
+from loadgen.running.request import RunOptions
+from loadgen.running.scenarios.catch_up import (
     DrainSample,
     DrainWatch,
     backlog_drain_timeout_s,
@@ -20,7 +21,6 @@ from loadgen.scenarios.catch_up import (
 )
 from loadgen.spec import Workload
 from loadgen.spec.durations import parse_wait
-from loadgen.stats import IntervalStats
 
 
 def interval(start_s: float, sent: int, received: int, *, warmup: bool = False) -> IntervalStats:

@@ -2,17 +2,17 @@
 
 import pytest
 
-from loadgen.cluster.placement import Placement
-from loadgen.cluster.sizing import (
+from loadgen.distributed.placement import Placement
+from loadgen.distributed.sizing import (
     asked_rate,
     busy_processes,
     cgroup_cpu_limit,
     default_process_count,
     whole_cpus,
 )
-from loadgen.cluster.split import BY_TOPIC, OMB
+from loadgen.distributed.split import BY_TOPIC, OMB
+from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.spec import Workload, parse_model
-from loadgen.spec.driver_spec import DriverSpec
 
 CAPACITY = 88_000.0  # messages sent + received per CPU second: a round figure for the arithmetic
 

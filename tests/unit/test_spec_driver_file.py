@@ -2,8 +2,9 @@
 
 import pytest
 
-from loadgen.errors import ConfigError
-from loadgen.spec import load_driver_spec, spec_from_dict, validate_file
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api.driver_file import load_driver_spec, spec_from_dict
+from loadgen.driver_api.validation import validate_file
 
 OMB = "io.openmessaging.benchmark.driver"
 BODY = (

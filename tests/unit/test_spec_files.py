@@ -2,7 +2,7 @@
 
 import pytest
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 from loadgen.spec import load_yaml
 
 

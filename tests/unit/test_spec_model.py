@@ -7,7 +7,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 from loadgen.spec import parse_model
 
 STRICT = ConfigDict(extra="forbid", populate_by_name=True)

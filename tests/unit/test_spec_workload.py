@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.errors import ConfigError
-from loadgen.spec import KeyDistributor, load_workload, resolve_payload_file, validate_file
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api.validation import validate_file
+from loadgen.spec import KeyDistributor, load_workload, resolve_payload_file
 
 REPO = Path(__file__).resolve().parents[2]
 

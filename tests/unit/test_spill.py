@@ -1,4 +1,5 @@
-"""loadgen.spill: kept intervals read back exactly, hold no histograms, survive a full disk."""
+"""loadgen.engine.spill: kept intervals read back exactly, hold no histograms, survive a full
+disk."""
 
 import gc
 import resource
@@ -9,9 +10,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from loadgen import hdr
-from loadgen.spill import PackedHistograms, Spill, SpilledHistograms
-from loadgen.stats import END_TO_END, METRICS, PUBLISH, IntervalStats
+from loadgen.base import hdr
+from loadgen.engine.spill import PackedHistograms, Spill, SpilledHistograms
+from loadgen.engine.stats import END_TO_END, METRICS, PUBLISH, IntervalStats
 
 
 def measured(seed: int, n: int = 20_000) -> IntervalStats:

@@ -1,4 +1,4 @@
-"""The stop budget (loadgen.stop): one deadline for every wait after a signal, and a second
+"""The stop budget (loadgen.running.stop): one deadline for every wait after a signal, and a second
 signal that exits at once."""
 
 import contextlib
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from loadgen import stop
+from loadgen.running import stop
 
 
 def test_the_waits_after_a_signal_fit_the_budget_and_leave_time_to_write_and_exit():
@@ -40,7 +40,7 @@ def test_the_record_names_the_signal_the_phase_and_each_wait():
 STUCK = textwrap.dedent(
     """
     import time
-    from loadgen import stop
+    from loadgen.running import stop
     with stop.handling():
         try:
             print("ready", flush=True)
@@ -92,7 +92,7 @@ def test_no_checkpoint_is_built_after_a_signal():
 
 def test_a_signal_a_teardown_kept_from_the_run_stops_the_next_run_before_it_starts():
     """The matrix, sweep and list-of-runs loops all start each run through _run_and_show."""
-    from loadgen import cli
+    from loadgen.cli import main as cli
 
     with stop.handling():
         with contextlib.suppress(KeyboardInterrupt):  # as the teardown does: the result is kept

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.report import sweep as sweep_report
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
 from loadgen.studies import sweep
 
 MEMORY = DriverSpec(name="Memory", kind="memory")

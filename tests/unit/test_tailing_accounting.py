@@ -7,12 +7,12 @@ subscription counts on its own (losses and duplicates appear once per subscripti
 
 import pytest
 
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.stats import measured_intervals, sent_per_second
 from loadgen.report.console import delivery_warning
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stats import measured_intervals, sent_per_second
 
 TOPICS, PRODUCERS_PER_TOPIC, SUBSCRIPTIONS, RATE = 2, 2, 2, 4000
 TOTALS = {"lost": "totalLost", "duplicates": "totalDuplicates", "outOfOrder": "totalOutOfOrder"}

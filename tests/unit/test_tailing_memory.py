@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.errors import ConfigError, RunAborted
-from loadgen.listeners import OnInterval
-from loadgen.request import RunOptions, RunRequest
-from loadgen.runner import run_one
+from harness.rates import judge_rate
+from loadgen.base.errors import ConfigError, RunAborted
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.listeners import OnInterval
+from loadgen.engine.local_worker import LocalWorker
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
 from loadgen.spec import Workload
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.testing.rates import judge_rate
-from loadgen.worker.local import LocalWorker
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
 
@@ -126,9 +126,10 @@ def test_scenarios_not_built_yet_are_refused_with_the_field_named(tmp_path, over
 
 
 def test_named_topics_are_used_as_given_and_never_deleted():
-    from drivers.memory import Driver
-    from loadgen.payload import build_payloads
-    from loadgen.scenarios.tailing import run_tailing
+    from loadgen_drivers.memory import Driver
+
+    from loadgen.engine.payload import build_payloads
+    from loadgen.running.scenarios.tailing import run_tailing
 
     driver = Driver.from_config(MEMORY)
     deleted = []
@@ -142,8 +143,9 @@ def test_named_topics_are_used_as_given_and_never_deleted():
 
 
 def test_topic_names_must_match_the_topic_count():
-    from drivers.memory import Driver
-    from loadgen.scenarios.tailing import run_tailing
+    from loadgen_drivers.memory import Driver
+
+    from loadgen.running.scenarios.tailing import run_tailing
 
     options = RunOptions(duration_s=1, topic_names=("only-one",))
     with pytest.raises(ConfigError, match="topic name"):

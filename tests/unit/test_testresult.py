@@ -8,13 +8,19 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from loadgen import hdr
-from loadgen.accounting import Accounting
-from loadgen.outcome import RunOutcome
-from loadgen.results.files import result_stem, write_json_atomic
-from loadgen.results.testresult import ResultHeader, build_test_result
-from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, PUBLISH_FROM_INTENDED, IntervalStats
-from loadgen.worker.local import Totals
+from loadgen.base import hdr
+from loadgen.base.files import result_stem, write_json_atomic
+from loadgen.engine.accounting import Accounting
+from loadgen.engine.local_worker import Totals
+from loadgen.engine.outcome import RunOutcome
+from loadgen.engine.stats import (
+    END_TO_END,
+    PUBLISH,
+    PUBLISH_DELAY,
+    PUBLISH_FROM_INTENDED,
+    IntervalStats,
+)
+from loadgen.formats.result_json import ResultHeader, build_test_result
 
 HEADER = ResultHeader("w", "Kafka", 1024, 1, 16, 1, 1, subscriptions_per_topic=2)
 

@@ -4,11 +4,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from loadgen_drivers.memory import Driver
 
-from drivers.memory import Driver
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.thread_names import name_this_thread, name_threads_for_the_os, os_name
-from loadgen.worker.local import LocalWorker
+from loadgen.base.thread_names import name_this_thread, name_threads_for_the_os, os_name
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.local_worker import LocalWorker
 
 
 def os_name_of(thread: threading.Thread) -> str:

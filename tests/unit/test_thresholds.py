@@ -3,9 +3,9 @@ expression and what is allowed."""
 
 import pytest
 
-from loadgen import hdr
-from loadgen.errors import ConfigError
-from loadgen.thresholds import (
+from loadgen.base import hdr
+from loadgen.base.errors import ConfigError
+from loadgen.running.thresholds import (
     COUNTS,
     LATENCIES,
     OPERATORS,

@@ -3,7 +3,7 @@
 import threading
 import time
 
-from loadgen.worker.unread import unread_by_subscription
+from loadgen.engine.unread import unread_by_subscription
 
 
 class Counting:
@@ -32,7 +32,7 @@ class Failing:
 
 
 class NotAsked:
-    """A consumer without :class:`loadgen.driver.Backlog` (Pulsar, memory)."""
+    """A consumer without :class:`loadgen.driver_api.Backlog` (Pulsar, memory)."""
 
 
 A, B, C = ("t", "a"), ("t", "b"), ("t", "c")

@@ -1,4 +1,4 @@
-"""Kafka driver (confluent-kafka); see ``drivers.kafka.driver`` for its semantics.
+"""Kafka driver (confluent-kafka); see ``loadgen_drivers.kafka.driver`` for its semantics.
 
 The entry point's class: what the engine knows about Kafka without connecting. It imports no
 client (confluent-kafka is imported by :meth:`Driver.implementation`).
@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from loadgen.driver import BaseDriver, require_address
+from loadgen.driver_api import BaseDriver, require_address
 
 DEFAULT_PORT = 9092
 SECURITY_PROTOCOL_LINE = re.compile(r"^\s*security\.protocol\s*[=:]\s*(\S+)", re.MULTILINE)
@@ -74,7 +74,7 @@ class Driver(BaseDriver):
 
     @classmethod
     def implementation(cls) -> type[BaseDriver]:
-        from drivers.kafka.driver import KafkaDriver  # imports confluent-kafka
+        from loadgen_drivers.kafka.driver import KafkaDriver  # imports confluent-kafka
 
         return KafkaDriver
 

@@ -10,7 +10,7 @@ librdkafka; the Java-only ones are handled here, explicitly:
   librdkafka's maximum, with one warning.
 * ``default.api.timeout.ms``, ``max.block.ms``, ``metadata.max.idle.ms``,
   ``interceptor.classes``: no librdkafka equivalent; dropped with one warning.
-* security settings (SASL/JAAS, key and trust stores): see :mod:`drivers.kafka.security`;
+* security settings (SASL/JAAS, key and trust stores): see :mod:`loadgen_drivers.kafka.security`;
   ``ssl.protocol``, ``ssl.enabled.protocols`` and the key/trust manager algorithms are dropped
   with a warning (librdkafka takes OpenSSL's protocol defaults).
 * anything else goes to librdkafka, and a key or value it rejects is a ConfigError naming the
@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from confluent_kafka import KafkaException, Producer
+from loadgen_drivers.kafka.security import SECURITY_KEYS, translate_security
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from drivers.kafka.security import SECURITY_KEYS, translate_security
-from loadgen.errors import ConfigError
-from loadgen.redaction import looks_secret
+from loadgen.base.errors import ConfigError
+from loadgen.base.redaction import looks_secret
 
 log = logging.getLogger("loadgen.kafka")
 

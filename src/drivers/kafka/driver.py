@@ -4,7 +4,7 @@
   consumer, each consumer on a thread it owns; topics through ``AdminClient`` in batches of 500.
 * Send time, message id and intended send time (the producer's wall clock at send in epoch
   ns, the engine's message id, the intended send time in epoch ns): in the payload's first 32
-  bytes (:mod:`loadgen.stamp_prefix`), cheaper for the client than a header; a payload
+  bytes (:mod:`loadgen.driver_api.stamp`), cheaper for the client than a header; a payload
   shorter than that carries them in one header ``lg-stamp``, 24 bytes, three big-endian signed
   int64. Messages with neither are not loadgen's and are skipped (counted, logged once). The
   partition is ``message.partition()``.
@@ -44,11 +44,13 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
+from loadgen_drivers.kafka import DEFAULT_PORT, Driver
+from loadgen_drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
+from loadgen_drivers.kafka.trust import trust_context
 
-from drivers.kafka import DEFAULT_PORT, Driver
-from drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
-from drivers.kafka.trust import trust_context
-from loadgen.driver import (
+from loadgen.base.errors import BrokerLoginRefused, BrokerTlsFailed, BrokerUnreachable, DriverError
+from loadgen.base.log_repeats import RepeatFilter
+from loadgen.driver_api import (
     ACK,
     KEY,
     STAMP,
@@ -64,20 +66,18 @@ from loadgen.driver import (
     prefixed_deliveries,
     tls_verify_problem,
 )
-from loadgen.errors import BrokerLoginRefused, BrokerTlsFailed, BrokerUnreachable, DriverError
-from loadgen.log_repeats import RepeatFilter
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.stamp import PREFIX_BYTES, Prefixer, Stamp, read_prefix
 from loadgen.spec import parse_model
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stamp_prefix import PREFIX_BYTES, Prefixer, Stamp, read_prefix
 
 log = logging.getLogger("loadgen.kafka")
 client_log = logging.getLogger("loadgen.kafka.librdkafka")
 """librdkafka's own log lines go through Python logging rather than straight to stderr; a
-reconnecting client's repeats are collapsed (:mod:`loadgen.log_repeats`)."""
+reconnecting client's repeats are collapsed (:mod:`loadgen.base.log_repeats`)."""
 client_log.addFilter(RepeatFilter())
 
 STAMP_HEADER = "lg-stamp"
-"""Carries :data:`loadgen.driver.STAMP`, 24 bytes, for a payload too short for the prefix."""
+"""Carries :data:`loadgen.driver_api.STAMP`, 24 bytes, for a payload too short for the prefix."""
 CREATE_BATCH = 500
 ADMIN_TIMEOUT_S = 30.0
 ADMIN_ERRORS_KEPT = 20

@@ -34,9 +34,9 @@ from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from cryptography.hazmat.primitives.serialization.pkcs12 import load_key_and_certificates
 from cryptography.x509 import Certificate
+from loadgen_drivers.kafka.jaas import JaasSyntaxError, parse_jaas
 
-from drivers.kafka.jaas import JaasSyntaxError, parse_jaas
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 
 JKS_MAGICS = {b"\xfe\xed\xfe\xed": "JKS", b"\xce\xce\xce\xce": "JCEKS"}
 SASL_MODULES = {

@@ -2,7 +2,7 @@
 
 Topics are lists of partitions; each partition is a list of entries: payloads the compiled
 producer loop stamped (:meth:`MemoryProducer.prefixed_send`: send time, message id and intended
-send time in the first 32 bytes, :mod:`loadgen.stamp_prefix`, read back by the consumer as
+send time in the first 32 bytes, :mod:`loadgen.driver_api.stamp`, read back by the consumer as
 Kafka's does), and ``(payload, send_ns, message_id, intended_ns)`` for what ``send`` stores
 (payloads shorter than the stamp, probes, every message of a broker set to misbehave and of the
 pure-Python loop). Consumers get the partition index back with them. A subscription keeps one
@@ -31,7 +31,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loadgen.driver import (
+from loadgen.base.errors import DriverError
+from loadgen.driver_api import (
     KEY,
     NO_MESSAGE_ID,
     VALUE,
@@ -42,10 +43,9 @@ from loadgen.driver import (
     TopicSpec,
     prefixed_deliveries,
 )
-from loadgen.errors import DriverError
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.stamp import unpack_prefixed
 from loadgen.spec import parse_model
-from loadgen.spec.driver_spec import DriverSpec
-from loadgen.stamp_prefix import unpack_prefixed
 
 BATCH = 1000
 TRIM_AT = 50_000

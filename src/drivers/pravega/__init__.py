@@ -1,4 +1,5 @@
-"""Pravega driver (the ``pravega`` client); see ``drivers.pravega.driver`` for its semantics.
+"""Pravega driver (the ``pravega`` client); see ``loadgen_drivers.pravega.driver`` for its
+semantics.
 
 The entry point's class: what the engine knows about Pravega without connecting. It imports no
 client (pravega is imported by :meth:`Driver.implementation`).
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loadgen.driver import BaseDriver, require_address
+from loadgen.driver_api import BaseDriver, require_address
 
 
 class Driver(BaseDriver):
@@ -31,7 +32,7 @@ class Driver(BaseDriver):
 
     @classmethod
     def implementation(cls) -> type[BaseDriver]:
-        from drivers.pravega.driver import PravegaDriver  # imports pravega
+        from loadgen_drivers.pravega.driver import PravegaDriver  # imports pravega
 
         return PravegaDriver
 

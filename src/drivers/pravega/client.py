@@ -1,6 +1,6 @@
 """The one module that imports ``pravega_client``, and the client objects built from config.
 
-A missing ``pravega`` package becomes :class:`~loadgen.errors.MissingExtra` with its install
+A missing ``pravega`` package becomes :class:`~loadgen.base.errors.MissingExtra` with its install
 command, wherever the driver is loaded. The client (0.3.8) has no retry, timeout or pooling
 settings: everything it can be told is the controller URI and the TLS flag.
 """
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from drivers.pravega.config import SCALE_FACTOR, Scaling
-from loadgen.errors import MissingExtra
+from loadgen_drivers.pravega.config import SCALE_FACTOR, Scaling
+
+from loadgen.base.errors import MissingExtra
 
 try:
     import pravega_client

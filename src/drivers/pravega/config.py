@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 
 log = logging.getLogger("loadgen.pravega")
 

@@ -32,9 +32,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from drivers.pravega.events import NO_PARTITION, read_stamped, read_unstamped
-from drivers.pravega.guard import describe
-from loadgen.driver import ForeignMessages, OnMessage
+from loadgen_drivers.pravega.events import NO_PARTITION, read_stamped, read_unstamped
+from loadgen_drivers.pravega.guard import describe
+
+from loadgen.driver_api import ForeignMessages, OnMessage
 
 log = logging.getLogger("loadgen.pravega")
 

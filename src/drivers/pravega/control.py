@@ -22,10 +22,11 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from drivers.pravega.client import StreamManager, open_manager, scaling_policy
-from drivers.pravega.config import Scaling
-from drivers.pravega.guard import describe
-from loadgen.errors import BrokerUnreachable, DriverError
+from loadgen_drivers.pravega.client import StreamManager, open_manager, scaling_policy
+from loadgen_drivers.pravega.config import Scaling
+from loadgen_drivers.pravega.guard import describe
+
+from loadgen.base.errors import BrokerUnreachable, DriverError
 
 CONTEXT = multiprocessing.get_context("spawn")
 WAIT_SLICE_S = 0.1

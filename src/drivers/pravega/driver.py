@@ -27,19 +27,20 @@ import uuid
 from functools import partial
 from typing import Any
 
-from drivers.pravega import Driver, control, transactions
-from drivers.pravega.client import StreamManager, open_manager
-from drivers.pravega.config import PravegaConfig, warn_caveats
-from drivers.pravega.consumer import ReaderConsumer
-from drivers.pravega.control import ControlProcess
-from drivers.pravega.events import clean_name, stamped, unstamped
-from drivers.pravega.guard import PROBE_TIMEOUT_S, client_call, probe_tcp
-from drivers.pravega.producer import EventProducer, WriteLoop
-from drivers.pravega.transactions import TransactionalProducer
-from loadgen.driver import OnMessage, Producer, TopicSpec
-from loadgen.errors import BrokerUnreachable, DriverError, LoadgenError
+from loadgen_drivers.pravega import Driver, control, transactions
+from loadgen_drivers.pravega.client import StreamManager, open_manager
+from loadgen_drivers.pravega.config import PravegaConfig, warn_caveats
+from loadgen_drivers.pravega.consumer import ReaderConsumer
+from loadgen_drivers.pravega.control import ControlProcess
+from loadgen_drivers.pravega.events import clean_name, stamped, unstamped
+from loadgen_drivers.pravega.guard import PROBE_TIMEOUT_S, client_call, probe_tcp
+from loadgen_drivers.pravega.producer import EventProducer, WriteLoop
+from loadgen_drivers.pravega.transactions import TransactionalProducer
+
+from loadgen.base.errors import BrokerUnreachable, DriverError, LoadgenError
+from loadgen.driver_api import OnMessage, Producer, TopicSpec
+from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.spec import parse_model
-from loadgen.spec.driver_spec import DriverSpec
 
 log = logging.getLogger("loadgen.pravega")
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import struct
 
-from loadgen.driver import NO_MESSAGE_ID, NO_SEND_TIME_NS
+from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS
 
 STAMP = struct.Struct(">Qqq")
 """The prefix: flagged send time, message id, intended send time."""

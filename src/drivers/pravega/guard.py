@@ -8,7 +8,7 @@ seen only once the call returns (bench/RESULTS.md, "Pravega client: blocking cal
 server"). Hence three guards:
 
 * :func:`probe_tcp` before every entry point: a 1-s TCP connect to the controller, so a closed
-  port is :class:`~loadgen.errors.BrokerUnreachable` in milliseconds, naming the URI;
+  port is :class:`~loadgen.base.errors.BrokerUnreachable` in milliseconds, naming the URI;
 * control-plane calls and transactions run in a child process with a deadline (:mod:`.control`,
   :mod:`.transactions`);
 * calls that must run here, because they return the writer or reader objects, go through
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-from loadgen.errors import BrokerUnreachable, DriverError
-from loadgen.refusal import ACCEPTED, outcomes
+from loadgen.base.errors import BrokerUnreachable, DriverError
+from loadgen.base.refusal import ACCEPTED, outcomes
 
 T = TypeVar("T")
 
@@ -34,7 +34,8 @@ DETAIL_CHARS = 300
 
 
 def controller_address(uri: str) -> tuple[str, int]:
-    """``(host, port)`` of a URI that :class:`~drivers.pravega.config.ClientConfig` accepted."""
+    """``(host, port)`` of a URI that :class:`~loadgen_drivers.pravega.config.ClientConfig`
+    accepted."""
     parts = urlsplit(uri)
     assert parts.hostname is not None and parts.port is not None
     return parts.hostname, parts.port
@@ -42,7 +43,7 @@ def controller_address(uri: str) -> tuple[str, int]:
 
 def probe_tcp(uri: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
     """Raise :class:`BrokerUnreachable` unless the controller's port accepts a connection
-    within ``timeout_s``: stricter than :func:`~loadgen.driver.fail_if_refused`, which leaves
+    within ``timeout_s``: stricter than :func:`~loadgen.driver_api.fail_if_refused`, which leaves
     a silent address to the client (this client cannot be trusted with one)."""
     [outcome] = outcomes([controller_address(uri)], timeout_s)
     if outcome != ACCEPTED:

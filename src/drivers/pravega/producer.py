@@ -31,10 +31,11 @@ from collections.abc import Callable
 from functools import partial
 from time import time_ns
 
-from drivers.pravega.events import routing_key
-from drivers.pravega.guard import describe
-from loadgen.driver import CallbackAcks, OnDone
-from loadgen.errors import DriverError
+from loadgen_drivers.pravega.events import routing_key
+from loadgen_drivers.pravega.guard import describe
+
+from loadgen.base.errors import DriverError
+from loadgen.driver_api import CallbackAcks, OnDone
 
 log = logging.getLogger("loadgen.pravega")
 
@@ -51,7 +52,7 @@ FULL_WAIT_S = 30.0
 ROOM_CHECK_S = 0.1
 Encode = Callable[[int, int, int, bytes], str]
 """``(send time ns, message id, intended ns, payload) -> event text``
-(:func:`~drivers.pravega.events.stamped`...)."""
+(:func:`~loadgen_drivers.pravega.events.stamped`...)."""
 WriteAsync = Callable[[str, str | None], asyncio.Future]
 """``StreamWriter.write_event_async(event, routing_key)``."""
 

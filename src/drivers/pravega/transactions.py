@@ -30,11 +30,12 @@ from collections.abc import Callable
 from time import time_ns
 from typing import Any
 
-from drivers.pravega.events import routing_key
-from drivers.pravega.guard import describe, failure_of
-from drivers.pravega.producer import Encode
-from loadgen.driver import OnDone
-from loadgen.errors import DriverError, LoadgenError
+from loadgen_drivers.pravega.events import routing_key
+from loadgen_drivers.pravega.guard import describe, failure_of
+from loadgen_drivers.pravega.producer import Encode
+
+from loadgen.base.errors import DriverError, LoadgenError
+from loadgen.driver_api import OnDone
 
 log = logging.getLogger("loadgen.pravega")
 

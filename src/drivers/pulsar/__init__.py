@@ -1,4 +1,4 @@
-"""Pulsar driver (pulsar-client); see ``drivers.pulsar.driver`` for its semantics.
+"""Pulsar driver (pulsar-client); see ``loadgen_drivers.pulsar.driver`` for its semantics.
 
 The entry point's class: what the engine knows about Pulsar without connecting. It imports no
 client (pulsar-client is imported by :meth:`Driver.implementation`).
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loadgen.driver import BaseDriver, require_address
+from loadgen.driver_api import BaseDriver, require_address
 
 
 class Driver(BaseDriver):
@@ -29,7 +29,7 @@ class Driver(BaseDriver):
 
     @classmethod
     def implementation(cls) -> type[BaseDriver]:
-        from drivers.pulsar.driver import PulsarDriver  # imports pulsar-client
+        from loadgen_drivers.pulsar.driver import PulsarDriver  # imports pulsar-client
 
         return PulsarDriver
 

@@ -16,9 +16,10 @@ import ssl
 import urllib.error
 import urllib.request
 
-from drivers.pulsar.config import Authentication, ClientConfig, Persistence
-from drivers.pulsar.login import auth_method, basic_login, token_of
-from loadgen.errors import DriverError
+from loadgen_drivers.pulsar.config import Authentication, ClientConfig, Persistence
+from loadgen_drivers.pulsar.login import auth_method, basic_login, token_of
+
+from loadgen.base.errors import DriverError
 
 log = logging.getLogger("loadgen.pulsar")
 

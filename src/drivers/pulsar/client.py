@@ -1,7 +1,7 @@
 """The pulsar-client arguments each config section becomes (the table in :mod:`.config`).
 
 This is the only module that imports ``pulsar``: a missing pulsar-client becomes
-:class:`~loadgen.errors.MissingExtra` with its install command, wherever the driver is loaded.
+:class:`~loadgen.base.errors.MissingExtra` with its install command, wherever the driver is loaded.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from time import monotonic_ns
 from typing import Any
 from zlib import crc32
 
-from drivers.pulsar.config import (
+from loadgen_drivers.pulsar.config import (
     AckMode,
     BatchingType,
     ClientConfig,
@@ -22,7 +22,8 @@ from drivers.pulsar.config import (
     ProducerConfig,
     SubscriptionType,
 )
-from loadgen.errors import MissingExtra
+
+from loadgen.base.errors import MissingExtra
 
 try:
     import pulsar

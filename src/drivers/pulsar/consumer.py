@@ -21,9 +21,10 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from drivers.pulsar.client import pulsar
-from drivers.pulsar.stamp import STAMP_PROPERTY, read_stamp
-from loadgen.driver import ForeignMessages, OnMessage, prefixed_deliveries
+from loadgen_drivers.pulsar.client import pulsar
+from loadgen_drivers.pulsar.stamp import STAMP_PROPERTY, read_stamp
+
+from loadgen.driver_api import ForeignMessages, OnMessage, prefixed_deliveries
 
 log = logging.getLogger("loadgen.pulsar")
 

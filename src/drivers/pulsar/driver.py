@@ -25,32 +25,33 @@ import time
 from math import ceil
 from urllib.parse import urlsplit
 
-from drivers.pulsar import Driver
-from drivers.pulsar.admin import Admin, ssl_context
-from drivers.pulsar.client import (
+from loadgen_drivers.pulsar import Driver
+from loadgen_drivers.pulsar.admin import Admin, ssl_context
+from loadgen_drivers.pulsar.client import (
     client_kwargs,
     consumer_kwargs,
     open_client,
     producer_kwargs,
     pulsar,
 )
-from drivers.pulsar.config import AckMode, PulsarConfig, warn_unexpressible
-from drivers.pulsar.consumer import PulsarConsumer
-from drivers.pulsar.handshake import CHECK_TIMEOUT_S as LOGIN_CHECK_S
-from drivers.pulsar.handshake import login_refusal
-from drivers.pulsar.login import login_name
-from drivers.pulsar.producer import PulsarProducer
-from loadgen.driver import (
+from loadgen_drivers.pulsar.config import AckMode, PulsarConfig, warn_unexpressible
+from loadgen_drivers.pulsar.consumer import PulsarConsumer
+from loadgen_drivers.pulsar.handshake import CHECK_TIMEOUT_S as LOGIN_CHECK_S
+from loadgen_drivers.pulsar.handshake import login_refusal
+from loadgen_drivers.pulsar.login import login_name
+from loadgen_drivers.pulsar.producer import PulsarProducer
+
+from loadgen.base.errors import BrokerLoginRefused, BrokerTlsFailed, BrokerUnreachable, DriverError
+from loadgen.base.refusal import REFUSAL_WAIT_S
+from loadgen.driver_api import (
     OnMessage,
     TopicSpec,
     fail_if_refused,
     tls_verify_problem,
     url_addresses,
 )
-from loadgen.errors import BrokerLoginRefused, BrokerTlsFailed, BrokerUnreachable, DriverError
-from loadgen.refusal import REFUSAL_WAIT_S
+from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.spec import parse_model
-from loadgen.spec.driver_spec import DriverSpec
 
 log = logging.getLogger("loadgen.pulsar")
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import socket
 import ssl
 
-from drivers.pulsar.config import Authentication
-from drivers.pulsar.login import auth_method, basic_login, token_of
-from loadgen.protobuf_wire import LENGTH, VARINT, Field, WireError, decode, encode, first
+from loadgen_drivers.pulsar.config import Authentication
+from loadgen_drivers.pulsar.login import auth_method, basic_login, token_of
+
+from loadgen.base.protobuf_wire import LENGTH, VARINT, Field, WireError, decode, encode, first
 
 CONNECT, CONNECTED, ERROR = 2, 3, 14
 """``BaseCommand.Type`` numbers, which are also each command's field number in it."""

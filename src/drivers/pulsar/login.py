@@ -8,7 +8,7 @@ import binascii
 import json
 from pathlib import Path
 
-from drivers.pulsar.config import Authentication
+from loadgen_drivers.pulsar.config import Authentication
 
 
 def token_of(data: str) -> str:

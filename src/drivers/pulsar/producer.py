@@ -18,11 +18,12 @@ from binascii import b2a_base64
 from functools import partial
 from time import time_ns
 
-from drivers.pulsar.client import pulsar
-from drivers.pulsar.stamp import STAMP_PROPERTY
-from loadgen.driver import STAMP, CallbackAcks, OnDone
-from loadgen.errors import DriverError
-from loadgen.stamp_prefix import PREFIX_BYTES, Prefixer
+from loadgen_drivers.pulsar.client import pulsar
+from loadgen_drivers.pulsar.stamp import STAMP_PROPERTY
+
+from loadgen.base.errors import DriverError
+from loadgen.driver_api import STAMP, CallbackAcks, OnDone
+from loadgen.driver_api.stamp import PREFIX_BYTES, Prefixer
 
 log = logging.getLogger("loadgen.pulsar")
 

@@ -1,9 +1,9 @@
 """Where a Pulsar message carries loadgen's send time, message id and intended time.
 
-* A payload of at least :data:`~loadgen.stamp_prefix.PREFIX_BYTES` (32) bytes carries them in
-  its first 32 bytes (:mod:`loadgen.stamp_prefix`).
+* A payload of at least :data:`~loadgen.driver_api.stamp.PREFIX_BYTES` (32) bytes carries them in
+  its first 32 bytes (:mod:`loadgen.driver_api.stamp`).
 * A shorter payload carries them in the message property ``lg-stamp``, base64 of
-  :data:`loadgen.driver.STAMP` (properties are strings).
+  :data:`loadgen.driver_api.STAMP` (properties are strings).
 
 Why two places: a property costs the client far more than bytes in the payload. Per message it
 is a Python-to-C++ call with two string conversions, an entry in the message's metadata map and
@@ -19,8 +19,8 @@ import binascii
 import struct
 from collections.abc import Callable
 
-from loadgen.driver import STAMP
-from loadgen.stamp_prefix import Stamp, read_prefix
+from loadgen.driver_api import STAMP
+from loadgen.driver_api.stamp import Stamp, read_prefix
 
 STAMP_PROPERTY = "lg-stamp"
 unpack_stamp = STAMP.unpack

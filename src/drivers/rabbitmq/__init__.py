@@ -1,7 +1,8 @@
 """RabbitMQ driver (pika): routing keys as partitions, confirms, prefetch, quorum queues.
 
 The entry point's class: what the engine knows about RabbitMQ without connecting. It imports
-no client (pika is imported by :meth:`Driver.implementation`); see ``drivers.rabbitmq.driver``.
+no client (pika is imported by :meth:`Driver.implementation`); see
+``loadgen_drivers.rabbitmq.driver``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loadgen.driver import BaseDriver, require_address
+from loadgen.driver_api import BaseDriver, require_address
 
 
 class Driver(BaseDriver):
@@ -30,7 +31,7 @@ class Driver(BaseDriver):
 
     @classmethod
     def implementation(cls) -> type[BaseDriver]:
-        from drivers.rabbitmq.driver import RabbitMqDriver  # imports pika
+        from loadgen_drivers.rabbitmq.driver import RabbitMqDriver  # imports pika
 
         return RabbitMqDriver
 

@@ -15,6 +15,7 @@ from enum import StrEnum
 from urllib.parse import urlsplit, urlunsplit
 
 import pika
+from loadgen_drivers.rabbitmq.tls import TlsSettings, settings_for, split_tls_query, ssl_options
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -25,8 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from drivers.rabbitmq.tls import TlsSettings, settings_for, split_tls_query, ssl_options
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 
 DEFAULT_PORT = 5672
 

@@ -3,7 +3,7 @@
 ``producersPerConnection`` / ``consumersPerConnection`` say how many channels a connection
 carries before the driver opens the next one (1, the default, gives every client its own
 connection; OMB shares one connection per URI among all clients). A :class:`SharedConnection`
-lives on one event loop: the producers' stepped :class:`~drivers.rabbitmq.pump.Pump`, or a
+lives on one event loop: the producers' stepped :class:`~loadgen_drivers.rabbitmq.pump.Pump`, or a
 :class:`LoopThread` that its consumers share. Everything in it runs on that loop.
 
 A connection that the broker drops (a restart, a network failure) is reopened every
@@ -24,7 +24,7 @@ from time import monotonic
 import pika
 from pika.adapters.asyncio_connection import AsyncioConnection
 
-from loadgen.errors import DriverError
+from loadgen.base.errors import DriverError
 
 log = logging.getLogger("loadgen.rabbitmq")
 

@@ -12,7 +12,7 @@ routing key k), which ``on_message`` gets with the send time, message id and int
 the ``lg-stamp`` header; a message without a well-formed one is skipped (counted, logged
 once).
 
-When the connection drops and is reopened (:mod:`drivers.rabbitmq.connection`), the consumer
+When the connection drops and is reopened (:mod:`loadgen_drivers.rabbitmq.connection`), the consumer
 sets up its new channel as it did the first (prefetch, queues, consumptions, unless paused);
 what it had received but not yet acknowledged is redelivered by the broker and shows as
 duplicates in the run's accounting.
@@ -27,11 +27,11 @@ from functools import partial
 from time import monotonic, sleep
 
 import pika
+from loadgen_drivers.rabbitmq.connection import LoopThread, SharedConnection
+from loadgen_drivers.rabbitmq.producer import STAMP_HEADER
 
-from drivers.rabbitmq.connection import LoopThread, SharedConnection
-from drivers.rabbitmq.producer import STAMP_HEADER
-from loadgen.driver import STAMP, ForeignMessages, OnMessage
-from loadgen.errors import DriverError
+from loadgen.base.errors import DriverError
+from loadgen.driver_api import STAMP, ForeignMessages, OnMessage
 
 log = logging.getLogger("loadgen.rabbitmq")
 

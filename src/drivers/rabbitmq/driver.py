@@ -27,24 +27,29 @@ from urllib.parse import urlsplit
 from zlib import crc32
 
 import pika
-from pika.exceptions import AMQPError, ChannelClosed, ProbableAuthenticationError
-
-from drivers.rabbitmq import Driver
-from drivers.rabbitmq.config import (
+from loadgen_drivers.rabbitmq import Driver
+from loadgen_drivers.rabbitmq.config import (
     RabbitMqConfig,
     check_uris,
     connection_parameters,
     mask_password,
 )
-from drivers.rabbitmq.connection import LoopThread, SharedConnection
-from drivers.rabbitmq.consumer import RabbitConsumer
-from drivers.rabbitmq.producer import RabbitProducer
-from drivers.rabbitmq.pump import Pump
-from drivers.rabbitmq.topology import check_partitions, queue_arguments, queue_names, routing_keys
-from loadgen.driver import OnMessage, TopicSpec, fail_if_refused, url_addresses
-from loadgen.errors import BrokerLoginRefused, BrokerTlsFailed, BrokerUnreachable, DriverError
+from loadgen_drivers.rabbitmq.connection import LoopThread, SharedConnection
+from loadgen_drivers.rabbitmq.consumer import RabbitConsumer
+from loadgen_drivers.rabbitmq.producer import RabbitProducer
+from loadgen_drivers.rabbitmq.pump import Pump
+from loadgen_drivers.rabbitmq.topology import (
+    check_partitions,
+    queue_arguments,
+    queue_names,
+    routing_keys,
+)
+from pika.exceptions import AMQPError, ChannelClosed, ProbableAuthenticationError
+
+from loadgen.base.errors import BrokerLoginRefused, BrokerTlsFailed, BrokerUnreachable, DriverError
+from loadgen.driver_api import OnMessage, TopicSpec, fail_if_refused, url_addresses
+from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.spec import parse_model
-from loadgen.spec.driver_spec import DriverSpec
 
 log = logging.getLogger("loadgen.rabbitmq")
 

@@ -8,7 +8,7 @@ its ack): the producer stamps the delivery tag into a ``lg-seq`` header so the r
 matched, and reports that message as failed. At most ``maxInFlight`` messages await a confirm;
 a full window blocks ``send`` (stepping the loop) like a full client queue blocks elsewhere.
 
-When the connection drops and is being reopened (:mod:`drivers.rabbitmq.connection`), the
+When the connection drops and is being reopened (:mod:`loadgen_drivers.rabbitmq.connection`), the
 messages awaiting a confirm fail, and so does every send until the new channel is ready: the
 engine counts them as publish errors, and the run goes on.
 """
@@ -21,18 +21,18 @@ from time import time_ns
 from zlib import crc32
 
 import pika
+from loadgen_drivers.rabbitmq.config import RabbitMqConfig
+from loadgen_drivers.rabbitmq.connection import SharedConnection
+from loadgen_drivers.rabbitmq.pump import Pump
 from pika.spec import Basic
 
-from drivers.rabbitmq.config import RabbitMqConfig
-from drivers.rabbitmq.connection import SharedConnection
-from drivers.rabbitmq.pump import Pump
-from loadgen.driver import STAMP, OnDone
-from loadgen.errors import DriverError
+from loadgen.base.errors import DriverError
+from loadgen.driver_api import STAMP, OnDone
 
 log = logging.getLogger("loadgen.rabbitmq")
 
 STAMP_HEADER = "lg-stamp"
-"""Carries :data:`loadgen.driver.STAMP`, 24 bytes, as an AMQP byte array (the AMQP
+"""Carries :data:`loadgen.driver_api.STAMP`, 24 bytes, as an AMQP byte array (the AMQP
 ``timestamp`` property is whole seconds).
 pika encodes one ``bytes`` value in about half the time of three ``int`` ones."""
 SEQUENCE_HEADER = "lg-seq"

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from zlib import crc32
 
-from drivers.rabbitmq.config import ExchangeType, QueueType
-from loadgen.errors import ConfigError
+from loadgen_drivers.rabbitmq.config import ExchangeType, QueueType
+
+from loadgen.base.errors import ConfigError
 
 QUEUE_TYPE_ARGUMENT = {QueueType.QUORUM: "quorum", QueueType.STREAM: "stream"}
 

@@ -2,5 +2,5 @@
 
 :mod:`.families` turns one immutable view into metric families, :mod:`.board` keeps the current
 view (updated at interval ends), :mod:`.endpoint` serves it; the board is one of a run's listeners
-(:mod:`loadgen.listeners`).
+(:mod:`loadgen.engine.listeners`).
 """

@@ -14,8 +14,8 @@ from dataclasses import replace
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from loadgen.engine.stats import IntervalStats
 from loadgen.metrics.families import View, families
-from loadgen.stats import IntervalStats
 
 
 class MetricsBoard(Collector):
@@ -49,7 +49,7 @@ class MetricsBoard(Collector):
         self._update(lambda _: View(labels={**self._fixed, **labels}, active=True, phase="setup"))
 
     def on_phase(self, name: str, seconds: float | None = None) -> None:
-        """A phase began (the board is a :class:`~loadgen.listeners.RunListener`)."""
+        """A phase began (the board is a :class:`~loadgen.engine.listeners.RunListener`)."""
         self._update(lambda view: replace(view, phase=name))
 
     def on_interval(self, stats: IntervalStats, backlog: int | None = None) -> None:

@@ -1,6 +1,6 @@
 """The HTTP endpoint that serves a :class:`~.board.MetricsBoard` in Prometheus' text format.
 
-It follows the worker API's exposure rule (:mod:`loadgen.cluster.exposure`): a host other
+It follows the worker API's exposure rule (:mod:`loadgen.base.exposure`): a host other
 than loopback needs a token, and with a token every scrape must send
 ``Authorization: Bearer <token>`` (what Prometheus' ``authorization`` scrape setting sends).
 The server runs on a thread owned by :func:`serving`, which stops it and closes the port when
@@ -22,8 +22,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import make_wsgi_app
 from prometheus_client.registry import CollectorRegistry
 
-from loadgen.cluster.exposure import check_exposure
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
+from loadgen.base.exposure import check_exposure
 from loadgen.metrics.board import MetricsBoard
 
 log = logging.getLogger("loadgen.metrics")

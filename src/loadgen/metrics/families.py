@@ -3,7 +3,7 @@
 Names follow OMB's worker export (``benchmark_producer_messages_sent``...) with a ``loadgen_``
 prefix and Prometheus conventions: ``_total`` counters, latencies in ``_seconds``. Every figure
 comes from interval snapshots (never from the per-message path), and every percentile is
-Java's ``getValueAtPercentile`` (:func:`loadgen.hdr.value_at_percentile`) on the interval's
+Java's ``getValueAtPercentile`` (:func:`loadgen.base.hdr.value_at_percentile`) on the interval's
 histogram, so a scrape agrees digit for digit with the result file's period lists.
 """
 
@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from loadgen import hdr
-from loadgen.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, IntervalStats
+from loadgen.base import hdr
+from loadgen.engine.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, IntervalStats
 
 PHASES = ("idle", "setup", "warmup", "catch-up", "measure", "load", "drain", "teardown")
-"""Every phase a run or a worker reports (:class:`loadgen.listeners.RunListener`'s ``on_phase``)."""
+"""Every phase a run or a worker reports (:class:`loadgen.engine.listeners.RunListener`'s
+``on_phase``)."""
 QUANTILES = (("0.5", 50.0), ("0.95", 95.0), ("0.99", 99.0), ("0.999", 99.9), ("1", 100.0))
 """``quantile`` label → Java percentile; quantile 1 is the interval's maximum."""
 LATENCIES = (

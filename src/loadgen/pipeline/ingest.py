@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from loadgen.errors import LoadgenError
+from loadgen.base.errors import LoadgenError
 from loadgen.pipeline.hadoop_fs import HadoopFiles, join
 from loadgen.pipeline.ship import ship_tasks
 from loadgen.pipeline.sink import BatchWriter, describe, warm_up

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadgen import hdr
+from loadgen.base import hdr
+from loadgen.base.files import file_safe, write_text_atomic
+from loadgen.base.writable import check_outputs
+from loadgen.engine.stats import METRICS, IntervalStats
 from loadgen.pipeline.tasks.records import CLOSE, COUNTERS, END, INTERVAL
-from loadgen.results.files import file_safe, write_text_atomic
-from loadgen.results.writable import check_outputs
-from loadgen.stats import METRICS, IntervalStats
 
 log = logging.getLogger("loadgen.pipeline")
 
@@ -144,7 +144,7 @@ class LandingFeed:
         self._held: IntervalStats | None = None
 
     def on_phase(self, phase: str, seconds: float | None) -> None:
-        """Phases are not landed (a :class:`~loadgen.listeners.RunListener`)."""
+        """Phases are not landed (a :class:`~loadgen.engine.listeners.RunListener`)."""
 
     def on_interval(self, stats: IntervalStats, backlog: int) -> None:
         """Land the interval before this one."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 from loadgen.pipeline.hadoop_fs import HadoopFiles, is_uri, join
 from loadgen.pipeline.tables import CHECKPOINT, TABLES
 from loadgen.pipeline.tasks.records import ddl

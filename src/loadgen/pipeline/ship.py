@@ -1,5 +1,5 @@
 """The executor tasks' code, shipped with the job: a zip of :mod:`loadgen.pipeline.tasks` and
-:mod:`loadgen.hdr_core`, added to the Spark session, so executors need only Python with numpy,
+:mod:`loadgen.base.hdr_core`, added to the Spark session, so executors need only Python with numpy,
 pyarrow and pandas (what PySpark's Arrow tasks need anyway), and no loadgen.
 
 The zip holds a stub ``loadgen/__init__.py``: the real one imports the whole tool (and its
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 PACKAGE = Path(__file__).resolve().parents[1]
 """The ``loadgen`` package directory."""
-SHIPPED = ("hdr_core.py", "pipeline/__init__.py", "pipeline/tasks")
+SHIPPED = ("base/__init__.py", "base/hdr_core.py", "pipeline/__init__.py", "pipeline/tasks")
 """What the tasks import, relative to the package (folders with every ``.py`` in them)."""
 STUB = '"""loadgen as shipped to Spark executors: only the pipeline tasks and what they use."""\n'
 ARCHIVE = "loadgen_pipeline_tasks.zip"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 from loadgen.pipeline.hadoop_fs import HadoopFiles, file_name, is_uri, join
 
 LISTED = "listed"

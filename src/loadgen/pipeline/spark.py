@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from loadgen.errors import ConfigError, LoadgenError, MissingExtra
+from loadgen.base.errors import ConfigError, LoadgenError, MissingExtra
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -20,8 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
+from loadgen.engine.stats import END_TO_END, PUBLISH
 from loadgen.report import series
-from loadgen.stats import END_TO_END, PUBLISH
 
 Result = dict[str, Any]
 

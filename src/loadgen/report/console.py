@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from loadgen import hdr
-from loadgen.outcome import WHAT_STOPPED, describe_drain
-from loadgen.stats import (
+from loadgen.base import hdr
+from loadgen.engine.outcome import WHAT_STOPPED, describe_drain
+from loadgen.engine.stats import (
     END_TO_END,
     END_TO_END_FROM_INTENDED,
     PUBLISH,
@@ -15,8 +15,7 @@ from loadgen.stats import (
     PUBLISH_FROM_INTENDED,
     IntervalStats,
 )
-
-MB = 1024 * 1024
+from loadgen.formats.json_lines import MB
 
 
 def _ms(micros: float) -> str:
@@ -134,7 +133,8 @@ def host_busy_note(result: dict[str, Any]) -> str | None:
 
 
 def format_outages(outages: list[dict[str, Any]]) -> str | None:
-    """The result's ``outages`` (:mod:`loadgen.scenarios.outages`) in a line each, or ``None``."""
+    """The result's ``outages`` (:mod:`loadgen.running.scenarios.outages`) in a line each, or
+    ``None``."""
     if not outages:
         return None
     lines = [f"WARNING: {len(outages)} outage(s) during the run:"]

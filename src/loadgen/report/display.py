@@ -20,9 +20,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from loadgen.engine.stats import END_TO_END, PUBLISH, IntervalStats
+from loadgen.formats.json_lines import interval_record, latency_ms
 from loadgen.report.console import format_aggregate, format_interval
-from loadgen.report.records import interval_record, latency_ms
-from loadgen.stats import END_TO_END, PUBLISH, IntervalStats
 
 SUMMARY_PERCENTILES = (50, 99, 99.9, 99.99)
 

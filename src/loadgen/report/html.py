@@ -14,14 +14,14 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from loadgen.errors import ConfigError
-from loadgen.outcome import describe_drain
+from loadgen.base.errors import ConfigError
+from loadgen.base.files import write_bytes_atomic, write_text_atomic
+from loadgen.engine.outcome import describe_drain
+from loadgen.engine.stats import END_TO_END, PUBLISH
+from loadgen.formats.json_lines import MB
 from loadgen.report import charts, series
-from loadgen.report.console import MB
 from loadgen.report.shape import shape_rows
 from loadgen.results.compare import load_result
-from loadgen.results.files import write_bytes_atomic, write_text_atomic
-from loadgen.stats import END_TO_END, PUBLISH
 
 Result = dict[str, Any]
 IMAGE_FORMATS = ("png", "svg")

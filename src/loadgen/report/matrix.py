@@ -15,12 +15,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from loadgen.base.files import all_or_none, write_text_atomic
+from loadgen.base.files import csv_text as table_csv
+from loadgen.formats.verdict_columns import NAMES, csv_cell, mark
 from loadgen.report.charts import COLORS
 from loadgen.report.html import CSS
 from loadgen.report.latency_chart import Line, latency_figure, to_svg
-from loadgen.results.files import all_or_none, write_text_atomic
-from loadgen.results.files import csv_text as table_csv
-from loadgen.results.verdict_columns import NAMES, csv_cell, mark
 
 Document = Mapping[str, Any]
 FIGURES = (

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from loadgen import hdr
-from loadgen.stats import END_TO_END, PUBLISH
+from loadgen.base import hdr
+from loadgen.engine.stats import END_TO_END, PUBLISH
 
 OMB_INTERVAL_S = 10.0
 """OMB samples its stats every 10 s and does not say so in the result."""

@@ -4,7 +4,7 @@ Drawn from the sweep summary document (:func:`loadgen.studies.sweep.sweep_docume
 ``loadgen sweep`` and anyone reading the summary later get the same table. The HTML page is
 self-contained like the run report (inline SVG, no JavaScript) and links each rate's result.
 The ``verdict`` column gives each run's verdicts in a word
-(:func:`loadgen.results.verdict_columns.mark`): ``ok``, or which failed.
+(:func:`loadgen.formats.verdict_columns.mark`): ``ok``, or which failed.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from loadgen.base.files import write_text_atomic
+from loadgen.formats.verdict_columns import mark
 from loadgen.report.charts import COLORS
 from loadgen.report.html import CSS
 from loadgen.report.latency_chart import Line, latency_figure, to_svg
-from loadgen.results.files import write_text_atomic
-from loadgen.results.verdict_columns import mark
 
 Summary = dict[str, Any]
 METRICS = (("publishLatency", "publish"), ("endToEndLatency", "end-to-end"))

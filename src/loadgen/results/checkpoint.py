@@ -1,8 +1,9 @@
 """The run's journal kept up to date while it goes, so a crash keeps what was measured.
 
-A :class:`~loadgen.listeners.RunListener`: at the first interval it writes the journal's start
+A :class:`~loadgen.engine.listeners.RunListener`: at the first interval it writes the journal's
+start
 record and the hlogs' headers, and after every interval it appends that interval to the journal
-and the hlogs (:mod:`loadgen.results.journal`). Nothing is rebuilt or skipped: each interval
+and the hlogs (:mod:`loadgen.formats.journal`). Nothing is rebuilt or skipped: each interval
 costs one append, whatever the run's length. A run that ends normally (or is interrupted)
 writes its result and removes the journal; one that dies without a chance to (SIGKILL, the
 machine going down, a crash in a client library) leaves the journal and the hlogs, which
@@ -21,22 +22,22 @@ import logging
 import threading
 import time
 
-from loadgen.heap import release_free_memory
+from loadgen.base.heap import release_free_memory
+from loadgen.base.thread_names import name_this_thread
+from loadgen.engine.stats import IntervalStats
+from loadgen.formats.journal import JournalWriter
 from loadgen.results.destination import Destination
-from loadgen.results.journal import JournalWriter
-from loadgen.stats import IntervalStats
-from loadgen.thread_names import name_this_thread
 
 log = logging.getLogger("loadgen.results")
 
 FINISH_WAIT_S = 1.0
 """How long the run's end waits for the writer to catch up. A healthy disk takes milliseconds;
-after a signal the wait is cut to what the stop budget has left (:mod:`loadgen.stop`). A
+after a signal the wait is cut to what the stop budget has left (:mod:`loadgen.running.stop`). A
 journal still behind then loses nothing: the result written next holds every interval, and
 replaces the journal."""
 THREAD_NAME = "loadgen-journal"
 TRIM_EVERY_S = 30.0
-"""How often the writer hands the heap's free memory back (:mod:`loadgen.heap`): after a
+"""How often the writer hands the heap's free memory back (:mod:`loadgen.base.heap`): after a
 write, on its own thread, so the trim's few ms delay neither the run nor the journal."""
 
 

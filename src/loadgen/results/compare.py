@@ -15,8 +15,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from loadgen.errors import ConfigError
-from loadgen.results.journal import SUFFIX, journal_path, result_from_journal
+from loadgen.base.errors import ConfigError
+from loadgen.formats.journal import SUFFIX, journal_path, result_from_journal
 
 LATENCY_PERCENTILES = (("p50", "50pct"), ("p99", "99pct"), ("p99.9", "999pct"))
 LATENCY_GROUPS = (  # label, field stem, unit, gated

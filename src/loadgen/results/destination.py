@@ -9,10 +9,10 @@ that takes them:
 3. ``$TMPDIR/loadgen-results`` (the system's temporary directory when unset).
 
 A write that fails with a disk error (:data:`DISK_ERRORS`) moves the run to the next place that
-passes :func:`loadgen.results.writable.problem`, and is made again there in full: a writer is
+passes :func:`loadgen.base.writable.problem`, and is made again there in full: a writer is
 handed the directory on each write, so it writes everything anew when that changes. Each move is
 logged once and kept in :attr:`Destination.moves`, for the console, the result's
-``run.output`` and the exit code. When no place is left, :class:`~loadgen.errors.NoPlaceLeft`
+``run.output`` and the exit code. When no place is left, :class:`~loadgen.base.errors.NoPlaceLeft`
 is raised and the caller keeps the result in memory (and prints it, as the CLI does).
 """
 
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from loadgen.errors import NoPlaceLeft
-from loadgen.results.writable import describe, problem
+from loadgen.base.errors import NoPlaceLeft
+from loadgen.base.writable import describe, problem
 
 log = logging.getLogger("loadgen.results")
 

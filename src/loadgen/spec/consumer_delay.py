@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 from loadgen.spec.durations import parse_duration
 
 KINDS = ("fixed", "uniform", "exponential")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 
 NUMBER = r"(\d+(?:\.\d+)?|\.\d+)"
 DURATION = re.compile(rf"(?:{NUMBER}h)?(?:{NUMBER}m(?!s))?(?:{NUMBER}s)?(?:{NUMBER}ms)?")

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 
 BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MERGE_TAG = "tag:yaml.org,2002:merge"

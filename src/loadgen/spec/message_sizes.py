@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 
 MAX_MESSAGE_SIZE = 1 << 30
 """No broker loadgen drives takes larger messages (RabbitMQ's hard cap is 512 MiB), and a

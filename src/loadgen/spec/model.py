@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from loadgen.errors import ConfigError
-from loadgen.redaction import redact_at
+from loadgen.base.errors import ConfigError
+from loadgen.base.redaction import redact_at
 
 log = logging.getLogger("loadgen.spec")
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 from loadgen.spec.durations import parse_duration
 from loadgen.spec.units import parse_rate
 

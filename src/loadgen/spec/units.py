@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 
 NUMBER_TEXT = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*([kKMG]i?)?")
 SIZE_TEXT = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*([kKMG]i?)?[bB]?")

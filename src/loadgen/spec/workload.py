@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from loadgen.errors import ConfigError
+from loadgen.base.errors import ConfigError
 from loadgen.spec.consumer_delay import ConsumerDelay
 from loadgen.spec.durations import parse_wait
 from loadgen.spec.loader import load_yaml

@@ -27,12 +27,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loadgen.driver import load_driver_class
-from loadgen.errors import ConfigError, LoadgenError, RunAborted
-from loadgen.outcome import RunReport
+from loadgen.base.errors import ConfigError, LoadgenError, RunAborted
+from loadgen.base.files import write_json_atomic
+from loadgen.driver_api import load_driver_class
+from loadgen.driver_api.driver_file import spec_from_dict
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.engine.outcome import RunReport
 from loadgen.results.compare import load_result
-from loadgen.results.files import write_json_atomic
-from loadgen.spec import DriverSpec, Workload, load_yaml, parse_model, spec_from_dict
+from loadgen.spec import Workload, load_yaml, parse_model
 from loadgen.spec.model import field_names
 from loadgen.studies.sweep import point_from_result
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, Literal
 
-from loadgen.errors import ConfigError, RunAborted
-from loadgen.outcome import RunReport
+from loadgen.base.errors import ConfigError, RunAborted
+from loadgen.engine.outcome import RunReport
+from loadgen.formats.verdict_columns import flat_verdicts
 from loadgen.results.compare import load_result
-from loadgen.results.verdict_columns import flat_verdicts
 from loadgen.spec import Workload
 from loadgen.spec.units import RATE_ALLOWED, parse_rate
 
@@ -87,7 +87,7 @@ class SweepPoint:
     """For an SLO search: why this rate did not pass (None: it passed, or no SLO)."""
     verdicts: Mapping[str, bool | None] = field(default_factory=dict)
     """The run's ``rateHeld``, ``consumersKeptUp``, ``drainCompleted`` (a catch-up run's);
-    empty for a result written before verdicts (:mod:`loadgen.results.verdict_columns`)."""
+    empty for a result written before verdicts (:mod:`loadgen.formats.verdict_columns`)."""
 
     def to_json(self) -> dict[str, Any]:
         document = {

@@ -1,6 +1,6 @@
 """The pipeline's merge: landing lines of one (run, metric) in, final interval and run rows out.
 
-Plain Python over :mod:`loadgen.hdr_core`, run in the Spark job's executor tasks
+Plain Python over :mod:`loadgen.base.hdr_core`, run in the Spark job's executor tasks
 (:func:`merge_partition`: each task takes the (run, metric) groups Spark's shuffle gave it), so
 the job and the unit tests run the same code and every percentile is the one the run's result
 JSON has (Java-equal, exact merges).
@@ -27,8 +27,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from loadgen import hdr_core as hdr
-from loadgen.hdr_core import METRICS
+from loadgen.base import hdr_core as hdr
+from loadgen.base.hdr_core import METRICS
 from loadgen.pipeline.tasks.collector import collector_paused
 from loadgen.pipeline.tasks.records import (
     CLOSE,

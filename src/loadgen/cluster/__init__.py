@@ -1,6 +1,0 @@
-"""Runs over several worker processes, local (``--processes``) or remote (``--workers``).
-
-A worker serves its :class:`~loadgen.worker.local.LocalWorker` over HTTP (:mod:`.server`); the
-coordinator splits the producers and consumers over the workers (:mod:`.split`), drives them
-together (:mod:`.ensemble`) and merges their interval stats exactly.
-"""

@@ -1,0 +1,201 @@
+"""OMB's ``TestResult`` JSON, field for field, then loadgen's additions.
+
+Units follow OMB exactly: publish and end-to-end latencies in ms (floats), publish delay in µs
+(integer percentiles, float average). Per-period lists cover the measured phase only; the
+``backlog`` list uses running totals over the whole run, warm-up and probe included (OMB).
+Everything is derived from the interval histograms, which are also written (base64 V2) so any
+number here can be recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loadgen.base import hdr
+from loadgen.engine.accounting import Accounting
+from loadgen.engine.outcome import RunOutcome
+from loadgen.engine.stats import (
+    END_TO_END,
+    END_TO_END_FROM_INTENDED,
+    END_TO_END_UNCORRECTED,
+    PUBLISH,
+    PUBLISH_DELAY,
+    PUBLISH_FROM_INTENDED,
+    IntervalStats,
+    measured_intervals,
+    merge_all,
+    recorded_metrics,
+    running_backlogs,
+)
+from loadgen.formats.catch_up import catch_up_fields, role_histograms
+from loadgen.formats.client_cpu import client_cpu_fields
+from loadgen.formats.run_verdicts import verdict_fields
+
+SUFFIXES = ("Avg", "50pct", "75pct", "95pct", "99pct", "999pct", "9999pct", "Max")
+PERCENTILES = (50.0, 75.0, 95.0, 99.0, 99.9, 99.99)
+
+
+@dataclass(frozen=True)
+class ResultHeader:
+    workload: str
+    driver: str
+    message_size: int
+    topics: int
+    partitions: int
+    producers_per_topic: int
+    consumers_per_topic: int
+    subscriptions_per_topic: int
+    tailing_subscriptions_per_topic: int = 0
+    """A mixed run's subscriptions that never pause (the catch-up fields split on it)."""
+
+
+def _ms(micros: float) -> float:
+    return micros / 1000.0
+
+
+def _as_is(micros: float) -> float:
+    return micros
+
+
+def latency_fields(
+    histogram: hdr.Histogram, convert: Callable[[float], float], integer_percentiles: bool = False
+) -> list[Any]:
+    """[avg, p50, p75, p95, p99, p99.9, p99.99, max] in OMB's unit for the metric."""
+    values: list[Any] = [convert(hdr.mean(histogram))]
+    points = [hdr.value_at_percentile(histogram, p) for p in PERCENTILES] + [histogram.max]
+    values += [int(v) if integer_percentiles else convert(v) for v in points]
+    return values
+
+
+def _quantiles(histogram: hdr.Histogram, convert: Callable[[float], float]) -> dict[str, Any]:
+    return {key: convert(value) for key, value in hdr.quantile_map(histogram).items()}
+
+
+def _period_lists(
+    name: str,
+    histograms: Sequence[hdr.Histogram],
+    convert: Callable[[float], float],
+    integer_percentiles: bool = False,
+) -> dict[str, list[Any]]:
+    rows = [latency_fields(h, convert, integer_percentiles) for h in histograms]
+    return {f"{name}{suffix}": [row[i] for row in rows] for i, suffix in enumerate(SUFFIXES)}
+
+
+def _aggregated(
+    name: str,
+    histogram: hdr.Histogram,
+    convert: Callable[[float], float],
+    integer_percentiles: bool = False,
+) -> dict[str, Any]:
+    row = latency_fields(histogram, convert, integer_percentiles)
+    return {f"aggregated{name}{suffix}": value for suffix, value in zip(SUFFIXES, row, strict=True)}
+
+
+def _delivery_fields(
+    accounting: Accounting | None, measured: Sequence[IntervalStats]
+) -> dict[str, Any]:
+    """Whole-run duplicate, loss and reorder counts, their breakdown, and per-period counts."""
+    return {
+        "totalDuplicates": accounting.duplicates if accounting else None,
+        "totalLost": accounting.lost if accounting else None,
+        "totalOutOfOrder": accounting.out_of_order if accounting else None,
+        "lossDetected": accounting.loss_detected if accounting else None,
+        "deliveryAccounting": accounting.subscriptions if accounting else None,
+        "totalUnread": accounting.unread if accounting else None,
+        "duplicates": [s.duplicates for s in measured],
+        "outOfOrder": [s.out_of_order for s in measured],
+    }
+
+
+def build_test_result(
+    header: ResultHeader, outcome: RunOutcome, run: dict[str, Any]
+) -> dict[str, Any]:
+    """The result document of ``outcome``, finished, cut short or still going; ``run`` is its
+    ``run`` block (:mod:`loadgen.formats.metadata`).
+
+    The outcome's intervals are all of them, warm-up flagged; its ``extensions`` are a
+    scenario's own fields (``rateDiscovery``...), added before ``run``; its ``accounting``
+    ``None`` (the run could not account) makes the counts ``null``, not 0."""
+    intervals = outcome.intervals
+    measured = measured_intervals(intervals)
+    aggregate = merge_all(measured) if measured else None
+
+    def period(metric: str) -> list[hdr.Histogram]:
+        return [s.histogram(metric) for s in measured]
+
+    def whole(metric: str) -> hdr.Histogram:
+        return aggregate.histogram(metric) if aggregate else hdr.histogram_for(metric)
+
+    result: dict[str, Any] = {
+        "workload": header.workload,
+        "driver": header.driver,
+        "messageSize": header.message_size,
+        "topics": header.topics,
+        "partitions": header.partitions,
+        "producersPerTopic": header.producers_per_topic,
+        "consumersPerTopic": header.consumers_per_topic,
+        "publishRate": [s.sent / s.seconds for s in measured],
+        "publishErrorRate": [s.send_errors / s.seconds for s in measured],
+        "consumeRate": [s.received / s.seconds for s in measured],
+        "backlog": [
+            backlog
+            for stats, backlog in zip(
+                intervals, running_backlogs(intervals, header.subscriptions_per_topic), strict=True
+            )
+            if not stats.warmup
+        ],
+    }
+    result |= _period_lists("publishLatency", period(PUBLISH), _ms)
+    result |= _period_lists("publishDelayLatency", period(PUBLISH_DELAY), _as_is, True)
+    result |= _aggregated("PublishLatency", whole(PUBLISH), _ms)
+    result |= _aggregated("PublishDelayLatency", whole(PUBLISH_DELAY), _as_is, True)
+    result["aggregatedPublishLatencyQuantiles"] = _quantiles(whole(PUBLISH), _ms)
+    result["aggregatedPublishDelayLatencyQuantiles"] = _quantiles(whole(PUBLISH_DELAY), int)
+    result |= _period_lists("endToEndLatency", period(END_TO_END), _ms)
+    result["aggregatedEndToEndLatencyQuantiles"] = _quantiles(whole(END_TO_END), _ms)
+    result |= _aggregated("EndToEndLatency", whole(END_TO_END), _ms)
+    # loadgen's additions, after every OMB field
+    result |= {
+        "totalMessagesSent": outcome.totals.probe_sent + sum(s.sent for s in intervals),
+        "totalMessagesReceived": outcome.totals.probe_received + sum(s.received for s in intervals),
+        "totalPublishErrors": sum(s.send_errors for s in intervals),
+        "negativeEndToEnd": sum(s.negative_e2e for s in intervals),
+    }
+    result |= _aggregated("PublishFromIntendedLatency", whole(PUBLISH_FROM_INTENDED), _ms)
+    result |= _aggregated("EndToEndFromIntendedLatency", whole(END_TO_END_FROM_INTENDED), _ms)
+    metrics = recorded_metrics(intervals)
+    if END_TO_END_UNCORRECTED in metrics:  # the workers' clock offsets corrected endToEnd
+        uncorrected = whole(END_TO_END_UNCORRECTED)
+        result |= _aggregated("EndToEndLatencyUncorrected", uncorrected, _ms)
+        result["negativeEndToEndUncorrected"] = sum(s.negative_e2e_uncorrected for s in intervals)
+    result |= _delivery_fields(outcome.accounting, measured)
+    result["histograms"] = {
+        metric: {
+            "aggregated": hdr.encode(whole(metric)),
+            "periods": [hdr.encode(h) for h in period(metric)],
+        }
+        for metric in metrics
+    }
+    if outcome.catch_up is not None:
+        result["histograms"] |= role_histograms(intervals)
+        tailing = header.tailing_subscriptions_per_topic
+        result["catchUp"] = catch_up_fields(outcome.catch_up, intervals, tailing)
+        result["catchUp"]["unreadMessages"] = result["totalUnread"]
+    result["verdicts"] = verdict_fields(
+        outcome,
+        measured,
+        run.get("workload", {}),
+        header.topics * header.producers_per_topic,
+        header.subscriptions_per_topic,
+    )
+    client_cpu = client_cpu_fields(measured)
+    if client_cpu is not None:
+        result["clientCpu"] = client_cpu
+    result["incomplete"] = outcome.incomplete
+    if outcome.incomplete:
+        result["stopReason"] = outcome.stop_reason or "error"
+    result |= outcome.extensions
+    result["run"] = run
+    return result

@@ -1,0 +1,69 @@
+"""Start the local Pravega (:mod:`loadgen.local_brokers.pravega`) as a process, like the other local
+brokers: a free controller port by default, a log file, and a wait until both ports accept."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from loadgen.base.errors import DriverError, MissingExtra
+from loadgen.local_brokers.launch import (
+    LocalBroker,
+    await_listening,
+    free_port,
+    port_open,
+    spawn_logged,
+)
+
+READY_TIMEOUT_S = 15.0
+
+
+def pravega_driver_config(controller_uri: str) -> dict[str, Any]:
+    """A Pravega driver section pointing at ``controller_uri`` (its own scope, created)."""
+    return {
+        "client": {"controllerURI": controller_uri, "scopeName": "loadgen"},
+        "createScope": True,
+    }
+
+
+def start_local_pravega(
+    port: int | None = None,
+    log_dir: Path | None = None,
+    *,
+    detach: bool = False,
+    host: str = "127.0.0.1",
+) -> LocalBroker:
+    """The controller on ``host``:``port`` (a free one by default), its segment store on a free
+    port beside it; returns once both accept. ``detach``: outlives this process."""
+    if importlib.util.find_spec("grpc") is None:  # the controller's gRPC, in the child
+        raise MissingExtra("grpcio", "pravega")
+    controller_port = port or free_port(host)
+    if port_open(controller_port, host):
+        raise DriverError("pravega", f"port {host}:{controller_port} is already in use")
+    store_port = free_port(host)
+    temporary = None if log_dir else tempfile.mkdtemp(prefix="loadgen-pravega-")
+    folder = log_dir or Path(temporary)
+    folder.mkdir(parents=True, exist_ok=True)
+    log_path = folder / f"pravega-{controller_port}.log"
+    command = [
+        sys.executable,
+        "-m",
+        "loadgen.local_brokers.pravega",
+        "--host",
+        host,
+        "--controller-port",
+        str(controller_port),
+        "--segment-store-port",
+        str(store_port),
+    ]
+    process = spawn_logged(command, log_path, detach=detach)
+    uri = f"tcp://{host}:{controller_port}"
+    broker = LocalBroker(
+        "pravega", uri, process.pid, str(log_path), pravega_driver_config(uri), temporary
+    )
+    ports = [controller_port, store_port]
+    await_listening("the local Pravega", broker, process, ports, READY_TIMEOUT_S, host)
+    return broker

@@ -1,0 +1,135 @@
+"""loadgen's pytest plugin (entry point ``pytest11``): local brokers and runs as fixtures.
+
+Fixtures, all session-scoped brokers on free 127.0.0.1 ports, started on first use:
+
+* ``kafka_broker`` (tansu), ``rabbitmq_broker`` (Debian rabbitmq-server), ``pulsar_broker``
+  (pulsar-lite, 16 partitions per auto-created topic), ``pravega_broker`` (loadgen's local
+  Pravega, :mod:`loadgen.local_brokers.pravega`);
+  a broker that cannot start skips the test with the reason (fails it when
+  ``LOADGEN_REQUIRE_BROKERS=1``), as does one left out by ``--loadgen-broker``.
+* ``loadgen_broker``: each selected broker in turn (the test runs once per broker kind).
+* ``loadgen_run``: :func:`loadgen.run` with short-run defaults (1 s stats interval, no warm-up).
+* ``loadgen_benchmark``: the same run as one pytest-benchmark round, with the result's rates
+  and percentiles in ``extra_info`` (needs pytest-benchmark).
+
+``--loadgen-broker KIND`` (repeatable) picks the brokers a session may start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from loadgen.api import run
+from loadgen.base.errors import LoadgenError, MissingExtra
+from loadgen.local_brokers.launch import LocalBroker
+from loadgen.local_brokers.pravega.launch import start_local_pravega
+from loadgen.local_brokers.pulsar import start_pulsar_lite
+from loadgen.local_brokers.rabbitmq import INSTALL_HINT, rabbitmq_installed, start_rabbitmq
+from loadgen.local_brokers.tansu import start_tansu
+from loadgen.pytest_plugin.benchmark import run_benchmarked
+from loadgen.pytest_plugin.require import unavailable
+from loadgen.running.result import Result
+
+KINDS = ("kafka", "rabbitmq", "pulsar", "pravega")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("loadgen")
+    group.addoption(
+        "--loadgen-broker",
+        action="append",
+        choices=KINDS,
+        default=None,
+        help="local broker kinds this session may start (repeatable; default: all)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "loadgen: a test that runs load through loadgen")
+
+
+def _selected(config: pytest.Config) -> tuple[str, ...]:
+    return tuple(config.getoption("--loadgen-broker") or KINDS)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "loadgen_broker" in metafunc.fixturenames:
+        metafunc.parametrize("loadgen_broker", _selected(metafunc.config), indirect=True)
+
+
+def start_local_broker(config: pytest.Config, kind: str, **options: Any) -> LocalBroker:
+    """A broker of ``kind`` started with ``options`` (e.g. ``host=``); the test is skipped
+    with the reason (failed under ``LOADGEN_REQUIRE_BROKERS=1``) when it cannot start.
+    The caller stops it."""
+    if kind not in _selected(config):
+        pytest.skip(f"{kind} is not among --loadgen-broker {' '.join(_selected(config))}")
+    try:
+        return STARTERS[kind](**options)
+    except MissingExtra as missing:
+        unavailable(str(missing))
+    except LoadgenError as error:
+        unavailable(f"the local {kind} broker did not start: {error}")
+
+
+def _rabbitmq(**options: Any) -> LocalBroker:
+    if not rabbitmq_installed():
+        unavailable(f"rabbitmq-server is not installed ({INSTALL_HINT})")
+    return start_rabbitmq(**options)
+
+
+STARTERS: dict[str, Callable[..., LocalBroker]] = {
+    "kafka": start_tansu,
+    "rabbitmq": _rabbitmq,
+    "pulsar": start_pulsar_lite,
+    "pravega": start_local_pravega,
+}
+
+
+def _broker_fixture(kind: str):
+    @pytest.fixture(scope="session", name=f"{kind}_broker")
+    def broker(request: pytest.FixtureRequest) -> Iterator[LocalBroker]:
+        started = start_local_broker(request.config, kind)
+        yield started
+        started.stop()
+
+    return broker
+
+
+kafka_broker = _broker_fixture("kafka")
+rabbitmq_broker = _broker_fixture("rabbitmq")
+pulsar_broker = _broker_fixture("pulsar")
+pravega_broker = _broker_fixture("pravega")
+
+
+@pytest.fixture
+def loadgen_broker(request: pytest.FixtureRequest) -> LocalBroker:
+    """The broker of the kind this test instance is parametrized with."""
+    return request.getfixturevalue(f"{request.param}_broker")
+
+
+@pytest.fixture
+def loadgen_run() -> Callable[..., Result]:
+    """``loadgen_run(workload, broker, duration="5s")``: a run with short-run defaults."""
+    return _run_short
+
+
+def _run_short(workload: Any, driver: Any, **options: Any) -> Result:
+    return run(workload, driver, **_short_run_defaults(options))
+
+
+def _short_run_defaults(options: dict[str, Any]) -> dict[str, Any]:
+    return {"warmup": 0, "stats_interval": 1.0, **options}
+
+
+@pytest.fixture
+def loadgen_benchmark(request: pytest.FixtureRequest) -> Callable[..., Result]:
+    """``loadgen_benchmark(workload, broker, duration="5s")``: a run timed by pytest-benchmark."""
+    benchmark = request.getfixturevalue("benchmark")
+
+    def run_timed(workload: Any, driver: Any, **options: Any) -> Result:
+        return run_benchmarked(benchmark, workload, driver, **_short_run_defaults(options))
+
+    return run_timed

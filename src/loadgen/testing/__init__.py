@@ -1,1 +1,0 @@
-"""Local brokers for development and tests (127.0.0.1 only)."""

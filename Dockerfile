@@ -25,18 +25,19 @@ WORKDIR /build
 COPY pyproject.toml setup.py README.md ./
 COPY src ./src
 RUN python3 -m venv /opt/loadgen/venv \
- && /opt/loadgen/venv/bin/pip install '.[pulsar,pravega]'
+ && /opt/loadgen/venv/bin/pip install '.[pulsar,pravega,rabbitmq]'
 # setup.py marks its extensions optional (pip installs on without them): the build fails here
-# instead of making an image whose workers run in pure Python. src/loadgen/NAME.c is loadgen.NAME.
+# instead of making an image whose workers run in pure Python. src/loadgen/engine/NAME.c is
+# loadgen.engine.NAME.
 RUN /opt/loadgen/venv/bin/python -c "import importlib, pathlib; \
-names = ['loadgen.' + c.stem for c in sorted(pathlib.Path('src/loadgen').glob('*.c'))]; \
-assert names, 'no C sources in src/loadgen'; \
+names = ['loadgen.engine.' + c.stem for c in sorted(pathlib.Path('src/loadgen/engine').glob('*.c'))]; \
+assert names, 'no C sources in src/loadgen/engine'; \
 [importlib.import_module(name) for name in names]; print('compiled:', *names)" \
  || { echo 'error: a compiled module of loadgen was not built (pip install -v . says why)' >&2; \
       exit 1; }
 
 FROM build AS build-spark
-RUN /opt/loadgen/venv/bin/pip install '.[pulsar,pravega,spark]'
+RUN /opt/loadgen/venv/bin/pip install '.[pulsar,pravega,rabbitmq,spark]'
 
 # What every image shares: the user, the environment, the entrypoint. No compiler: BASE as is.
 FROM ${BASE} AS runtime

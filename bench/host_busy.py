@@ -8,8 +8,8 @@ one process) once per hog count, alternating, with that many ``while True: pass`
 beside it (Kafka against a local tansu, started once). It prints, per run, the rate sent
 against the rate asked, the run's CPU per message, its threads' run-queue wait share and mean
 wait per time slice, and ``hostBusy``: the calibration of
-:data:`loadgen.base.cpu_use.HOST_BUSY_SHARE`
-and :data:`loadgen.base.cpu_use.HOST_BUSY_WAIT_US`.
+the ``hostBusy`` share of :mod:`loadgen.base.calibration`
+and its wait per time slice.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from loadgen.local_brokers.catalogue import STARTERS
+from loadgen.local_brokers import catalogue
 from loadgen.local_brokers.launch import LocalBroker
 
 
@@ -275,7 +275,7 @@ def growth(
 
 def main() -> int:
     args = arguments()
-    broker = STARTERS[args.broker]()
+    broker = catalogue.start(args.broker)
     folder = Path(tempfile.mkdtemp(prefix=f"loadgen-soak-{os.getpid()}-"))
     workload, driver = files(folder, broker, args)
     command = [sys.executable, "-m", "loadgen", "run", "-d", str(driver), str(workload)]

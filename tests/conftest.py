@@ -1,10 +1,18 @@
 """Fixtures every test folder shares."""
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from harness.timing import SilentPort, start_up_seconds
 from loadgen.local_brokers.certs import CertSet, make_certs, openssl_installed
 from loadgen.pytest_plugin.require import unavailable
+
+os.environ["LOADGEN_CALIBRATION"] = str(Path(tempfile.gettempdir()) / "loadgen-tests-uncalibrated")
+"""The tests see the calibration shipped with loadgen, never a developer's own
+(``~/.config/loadgen/calibration.json``), in this process and every one it starts."""
 
 
 @pytest.fixture(scope="session")

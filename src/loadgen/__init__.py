@@ -5,7 +5,7 @@ From Python::
     import loadgen
 
     result = loadgen.run("workload.yaml", loadgen.driver("kafka", commonConfig=..., ...))
-    loadgen.assert_slo(result, e2e_p99_ms=5, min_rate=9_900)
+    loadgen.assert_slo(result, "e2e.p99<=5ms", "publishRate>=9900")
 """
 
 from loadgen.api import arun, driver, run, workload

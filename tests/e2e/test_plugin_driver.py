@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from loadgen.distributed.spawn import announced_url, start_worker_process, stop_worker_processes
+from loadgen.local_brokers.launch import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -154,3 +155,24 @@ def test_the_pytest_plugin_runs_load_through_the_driver(plugin_path, tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:]
     assert "1 passed" in done.stdout
+
+
+def test_loadgen_brokers_starts_stops_and_shows_the_broker_the_driver_declares(
+    plugin_path, tmp_path, monkeypatch
+):
+    env = {"cwd": tmp_path, "pythonpath": plugin_path}
+    monkeypatch.setenv("LOADGEN_STATE_DIR", str(tmp_path / "state"))  # loadgen() passes it on
+    port = free_port()
+    up = loadgen("brokers", "up", "echo", "--port", port, **env)
+    try:
+        assert up.returncode == 0, up.stderr
+        assert f"echo up at 127.0.0.1:{port}" in up.stdout
+        status = loadgen("brokers", "status", "echo", **env)
+        assert status.returncode == 0 and "echo running" in status.stdout
+    finally:
+        down = loadgen("brokers", "down", "echo", **env)
+    assert down.returncode == 0 and "echo stopped" in down.stdout
+    after = loadgen("brokers", "status", "echo", **env)
+    assert after.returncode == 1 and "echo not running" in after.stdout
+    unknown = loadgen("brokers", "up", "echoo", **env)
+    assert unknown.returncode == 2 and "echo" in unknown.stderr  # listed among the kinds

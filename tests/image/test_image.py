@@ -116,3 +116,15 @@ def test_the_image_runs_as_a_non_root_user_with_the_worker_by_default(podman, im
     assert config["Cmd"] == ["worker", "--bind", "0.0.0.0:8080"]
     uid = podman("run", "--rm", "--entrypoint", "id", image, "-u").stdout.strip()
     assert uid != "0"
+
+
+def test_the_drivers_import_as_loadgen_drivers_only(podman, image):
+    """The drivers' folder is ``src/drivers``; an installed loadgen has them as
+    ``loadgen_drivers`` and leaves the top-level name ``drivers`` to whoever else uses it."""
+    script = (
+        "python -c 'import loadgen_drivers.kafka, loadgen_drivers.rabbitmq' && echo ours;"
+        " python -c 'import drivers' 2>/dev/null || echo free"
+    )
+    done = podman.run("run", "--rm", "--entrypoint", "sh", image, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ours", "free"], done.stdout + done.stderr

@@ -52,13 +52,6 @@ def test_stats_round_trip_keeps_every_count_and_bucket():
         assert np.array_equal(back.histogram(metric).counts, sent.histogram(metric).counts)
 
 
-def test_stats_of_an_older_worker_or_journal_read_as_unmeasured_cpu():
-    older = wire.stats_to_json(stats(1))
-    del older["cpuNs"], older["cpuWaitNs"], older["cpuSlices"]
-    back = wire.stats_from_json(older)
-    assert (back.cpu_ns, back.cpu_wait_ns, back.cpu_slices, back.sent) == (0, 0, 0, 500)
-
-
 def test_percentiles_merged_after_the_wire_equal_those_merged_before():
     parts = [stats(seed) for seed in range(3)]
     travelled = [wire.stats_from_json(wire.stats_to_json(part)) for part in parts]

@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from harness.rates import judge_rate
-from loadgen.base.cpu_use import HOST_BUSY_SHARE, HOST_BUSY_WAIT_US, TASKS, CpuMeter, CpuUse
+from loadgen.base.calibration import current
+from loadgen.base.cpu_use import TASKS, CpuMeter, CpuUse
 from loadgen.engine.outcome import RunOutcome
 from loadgen.engine.stats import IntervalStats, merge_all
 from loadgen.formats.client_cpu import client_cpu_fields
@@ -82,7 +83,7 @@ def test_a_cpu_taken_by_another_process_shows_as_wait():
         os.sched_setaffinity(0, allowed)
         hog.kill()
         hog.wait()
-    assert use.wait_ns / (use.cpu_ns + use.wait_ns) >= HOST_BUSY_SHARE * 0.6, use
+    assert use.wait_ns / (use.cpu_ns + use.wait_ns) >= current().host_busy_share * 0.6, use
 
 
 def interval(start_ms, *, cpu_ns, wait_ns, slices=1, sent=1_000, received=1_000, warmup=False):
@@ -130,7 +131,7 @@ def busy_if(*, share: float, wait_us: float) -> bool:
 
 
 def test_a_busy_host_makes_threads_wait_long_and_often():
-    assert busy_if(share=HOST_BUSY_SHARE, wait_us=HOST_BUSY_WAIT_US)
+    assert busy_if(share=current().host_busy_share, wait_us=current().host_busy_wait_us)
     assert busy_if(share=0.9, wait_us=2_000)
     # an idle host that picks up each of many wake-ups a little late is not busy (librdkafka:
     # half the time waiting, 38 µs a wait, on an idle 2-core VM)

@@ -95,3 +95,32 @@ def test_a_driver_package_that_fails_to_load_leaves_the_others_working(tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["rabbitmq", "False"]
     assert "driver 'broken' (no_such_module:Driver) cannot be loaded" in done.stderr
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", str(REPO / "configs" / "drivers" / "rabbitmq-local.yaml")],
+        ["brokers", "up", "rabbitmq", "--port", "1"],
+    ],
+    ids=["validate", "brokers-up"],
+)
+def test_without_pika_rabbitmq_names_the_extra_that_brings_it(args, tmp_path):
+    """pika comes with ``loadgen[rabbitmq]``, not the base install: where it is missing, the
+    driver and the local broker say how to install it (exit 2), before anything starts."""
+    code = (
+        "import sys\n"
+        "sys.modules['pika'] = None  # as if not installed\n"
+        "from loadgen.cli.main import main\n"
+        f"sys.argv = ['loadgen', *{args!r}]\n"
+        "main()\n"
+    )
+    env = {**os.environ, "LOADGEN_STATE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'loadgen[rabbitmq]'" in done.stderr

@@ -53,12 +53,13 @@ def test_rabbitmq_local_yaml_points_where_brokers_up_starts_the_node():
     from pathlib import Path
 
     from loadgen.driver_api.driver_file import load_driver_spec
-    from loadgen.local_brokers.catalogue import DEFAULT_PORTS
     from loadgen.local_brokers.rabbitmq import LOCAL_DRIVER_SETTINGS
 
     path = Path(__file__).resolve().parents[2] / "configs" / "drivers" / "rabbitmq-local.yaml"
     config = load_driver_spec(path).config
-    assert config["amqpUris"] == [f"amqp://guest:guest@127.0.0.1:{DEFAULT_PORTS['rabbitmq']}/%2F"]
+    assert config["amqpUris"] == [
+        f"amqp://guest:guest@127.0.0.1:{local.starters()['rabbitmq'].port}/%2F"
+    ]
     for field, value in LOCAL_DRIVER_SETTINGS.items():
         assert config[field] == value
 

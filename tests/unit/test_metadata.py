@@ -2,7 +2,9 @@
 
 from unittest.mock import ANY
 
+from loadgen.base import redaction
 from loadgen.base.redaction import redact
+from loadgen.driver_api import driver_classes
 
 
 def test_secret_keys_and_uri_userinfo_are_redacted_in_mappings_and_properties_text():
@@ -20,6 +22,8 @@ def test_secret_keys_and_uri_userinfo_are_redacted_in_mappings_and_properties_te
 
 
 def test_a_pulsar_token_under_its_plain_data_key_is_redacted():
+    """The Pulsar driver declares ``authentication.data`` secret; loading it tells redaction."""
+    assert "authentication.data" in driver_classes()["pulsar"].secret_fields
     client = {
         "serviceUrl": "pulsar://127.0.0.1:6650",
         "authentication": {
@@ -31,6 +35,15 @@ def test_a_pulsar_token_under_its_plain_data_key_is_redacted():
     assert redacted["authentication"]["data"] == "<redacted>"
     assert redacted["authentication"]["plugin"] == client["authentication"]["plugin"]
     assert redacted["serviceUrl"] == client["serviceUrl"]
+
+
+def test_a_name_is_secret_once_a_loaded_driver_declares_it(monkeypatch):
+    monkeypatch.setattr(redaction, "_declared", set())
+    config = {"section": {"blob": "opaque", "other": "shown"}}
+    assert redact(config)["section"]["blob"] == "opaque"
+    redaction.declare_secrets(["BLOB"])
+    assert redact(config)["section"] == {"blob": "<redacted>", "other": "shown"}
+    assert redact("blob=opaque\nother=shown") == "blob=<redacted>\nother=shown"
 
 
 def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):
@@ -56,7 +69,7 @@ def test_the_run_block_names_the_client_versions_and_the_machine(tmp_path):
         warmup=0,
     )
     run = result.document["run"]
-    assert run["clientVersions"] == {"hdrhistogram": version("hdrhistogram")}  # memory: no client
+    assert run["clientVersions"] == {"numpy": version("numpy")}  # memory: no client
     assert run["cpuCount"] == os.cpu_count()
     assert run["cpuAffinity"] == sorted(os.sched_getaffinity(0))
     assert run["loadgenVersion"] == loadgen.base.version.__version__
@@ -87,5 +100,5 @@ def test_the_client_versions_are_those_the_runs_driver_declares():
 
     kafka = client_versions(DriverSpec(name="K", kind="kafka", config={}))
     rabbitmq = client_versions(DriverSpec(name="R", kind="rabbitmq", config={}))
-    assert kafka == {"confluent-kafka": version("confluent-kafka"), "hdrhistogram": ANY}
-    assert rabbitmq == {"pika": version("pika"), "hdrhistogram": ANY}
+    assert kafka == {"confluent-kafka": version("confluent-kafka"), "numpy": ANY}
+    assert rabbitmq == {"pika": version("pika"), "numpy": ANY}

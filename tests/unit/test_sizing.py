@@ -63,7 +63,7 @@ def test_a_run_without_a_fixed_rate_gets_every_cpu_the_split_keeps_busy():
 
 def test_a_driver_without_a_measured_capacity_gets_one_process_at_a_fixed_rate():
     chosen = default_process_count(OMB, workload(producerRate=500_000), None, 8, "pravega")
-    assert chosen.count == 1 and "no per-process capacity" in chosen.reason
+    assert chosen.count == 1 and "no calibrated capacity" in chosen.reason
 
 
 def test_the_rate_counts_every_subscription_and_the_profile_s_highest_step():

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from loadgen.driver_api import BaseDriver, require_address
+from loadgen.driver_api import BaseDriver, LocalStarter, require_address
 
 DEFAULT_PORT = 9092
 SECURITY_PROTOCOL_LINE = re.compile(r"^\s*security\.protocol\s*[=:]\s*(\S+)", re.MULTILINE)
@@ -44,7 +44,12 @@ class Driver(BaseDriver):
     url_schemes = ("kafka", "kafka+ssl")
     omb_driver_classes = ("io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver",)
     client_distributions = ("confluent-kafka",)
-    process_capacity = 345_000  # per CPU second, C recorders: bench/process_capacity.py
+    config_model = "loadgen_drivers.kafka.config:KafkaConfig"
+    secret_fields = ("sasl.jaas", "ssl.key.pem", "keystore.key")  # JAAS text, inline PEM keys
+    local_broker = LocalStarter("loadgen.local_brokers.tansu:start_tansu", 19092)
+    secured_local_broker = LocalStarter(
+        "loadgen.local_brokers.kafka_secure:start_secure_kafka", 19093
+    )
     run_defaults: ClassVar[Mapping[str, Any]] = {  # what OMB's Kafka files say
         "producerConfig": {"acks": "all"},
         "consumerConfig": {"auto.offset.reset": "earliest", "enable.auto.commit": "false"},

@@ -110,9 +110,8 @@ IDLE_WAIT_S = 0.1
 
 UNASSIGNED = -1
 """librdkafka's ``RD_KAFKA_PARTITION_UA``: the partitioner chooses. Passed because ``produce``
-with positional arguments only skips matching keyword names per call (6.6 % of the producer
-thread's samples in a native profile; with the prefix, the loop's CPU per message fell 8 %,
-bench/RESULTS.md "Issue #27 again")."""
+called with positional arguments only skips matching keyword names, a visible share of the
+producer thread's CPU per message (bench/RESULTS.md "Issue #27 again")."""
 pack_stamp = STAMP.pack
 unpack_stamp = STAMP.unpack
 
@@ -245,8 +244,8 @@ class KafkaConsumer:
         self._assigned: tuple[TopicPartition, ...] = ()
         """The partitions the consumer holds, as its rebalance callbacks said (replaced whole,
         so other threads read it without a lock). ``Consumer.assignment()`` is not used: it
-        waits without a timeout for the client's group thread, and after a broker restart it
-        was measured blocking for more than 30 s."""
+        waits without a timeout for the client's group thread, which a broker restart can hold
+        for tens of seconds (bench/RESULTS.md "Flake hunt")."""
         if partitions is None:
             self._consumer.subscribe(
                 [topic],
@@ -350,8 +349,8 @@ class KafkaConsumer:
     def unread(self, timeout_s: float) -> dict[str, int] | None:
         """Per assigned partition, its high watermark minus the offset after the last message
         handed over (else the client's position, else the low watermark). The high watermark is
-        the higher of the broker's answer and the last fetch response's: tansu answers a
-        ListOffsets with one behind what its fetches carry (measured: 4,103 against 4,111)."""
+        the higher of the broker's answer and the last fetch response's: tansu can answer a
+        ListOffsets with a lower high watermark than its fetch responses carry."""
         deadline = time.monotonic() + timeout_s
         try:
             assignment = list(self._assigned)

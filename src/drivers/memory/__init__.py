@@ -265,8 +265,8 @@ class Driver(BaseDriver):
     """The memory driver (``driver: memory``); the broker lives as long as this object."""
 
     process_local = True  # each process has a broker of its own
-    process_capacity = 1_420_000  # per CPU second, C recorders: bench/process_capacity.py
     url_schemes = ("memory",)
+    config_model = "loadgen_drivers.memory:MemoryConfig"
 
     @classmethod
     def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loadgen.driver_api import BaseDriver, require_address
+from loadgen.driver_api import BaseDriver, LocalStarter, require_address
 
 
 class Driver(BaseDriver):
@@ -20,6 +20,8 @@ class Driver(BaseDriver):
     url_schemes = ("pravega", "tcp", "tls")
     omb_driver_classes = ("io.openmessaging.benchmark.driver.pravega.PravegaBenchmarkDriver",)
     client_distributions = ("pravega",)
+    config_model = "loadgen_drivers.pravega.config:PravegaConfig"
+    local_broker = LocalStarter("loadgen.local_brokers.pravega.launch:start_local_pravega", 9090)
 
     @classmethod
     def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,18 +5,18 @@ running loop. The client completes it within about a second even when there is n
 empty slice), and the thread looks up every :data:`WAIT_S` while it is pending, so ``pause()``
 takes effect within a tenth of a second. ``close()`` waits for a pending fetch (up to
 :data:`SETTLE_S`) and drops its slice unread: a fetch left running holds the client's reader, and
-going offline then waited 30 s behind it against the local Pravega.
+going offline then waits behind it (30 s against the local Pravega).
 
 A slice's events are delivered in order; a finished slice is dropped, which hands its segment
 back to the reader. The hand-back happens only once the client's binding lets go of the slice:
 it releases its own reference through pyo3's deferred reference pool, which is emptied on the
-next call into the binding from Python. A process that only reads made no such call while it
-waited for its next slice, and the reader stopped for good after a few slices (the client waits
-for a segment's slice to come back before it hands out that segment's next data); so while
+next call into the binding from Python. A process that only reads makes no such call while it
+waits for its next slice, and its reader would stop for good after a few slices (the client
+waits for a segment's slice to come back before it hands out that segment's next data); so while
 waiting, the thread makes a no-op call (``to_str``) every :data:`WAIT_S`. ``release_segment``
 would hand the slice back at once, but it blocks with the GIL held, and once it needs the
 server (every few seconds, to update the group's state) the client's own threads wait for the
-GIL meanwhile: a catch-up run stalled 30 s that way. A pause keeps the
+GIL meanwhile, which can stall a run for tens of seconds. A pause keeps the
 current slice, mid-way if need be, and requests no new one until ``resume``. At ``close`` the
 reader goes offline in its group (a blocking call, made only if the controller accepts a TCP
 connection). Events not written by loadgen are skipped, counted and logged once. Each event

@@ -1,17 +1,17 @@
 """Transactional producers: ``begin_txn``, ``write_event`` × N, ``commit``, made in a child process.
 
 Every transaction call blocks with the GIL held (the client has no asynchronous transaction
-API). Made in the run's own process, a commit froze the process's other Python threads, and
-worse: a reader's slice completes on one of the client's runtime threads, which then waits for
-the GIL, while the commit held the GIL waiting for that runtime. The two stalled each other
-until the client's 30-s read timeout (now and then once per run, on 2 cores). So the events of a
-transaction are collected here and written, in one batch, by a :class:`ControlProcess` of the
-producer's own, which begins, writes and commits there within ``client.timeoutSeconds``; this
-process only waits on a pipe meanwhile, with the GIL released.
+API). Made in the run's own process, a commit would freeze the process's other Python threads,
+and worse: a reader's slice completes on one of the client's runtime threads, which then waits
+for the GIL, while the commit holds the GIL waiting for that runtime; the two stall each other
+until the client's 30-s read timeout. So the events of a transaction are collected here and
+written, in one batch, by a :class:`ControlProcess` of the producer's own, which begins, writes
+and commits there within ``client.timeoutSeconds``; this process only waits on a pipe
+meanwhile, with the GIL released.
 
 ``send`` stamps the event and commits once the transaction holds ``eventsPerTransaction``
 events; ``on_done`` runs when the transaction has committed (or failed), so publish latency is
-send → commit, as before. OMB completes each send at once instead: its publish latency is the
+send → commit. OMB completes each send at once instead: its publish latency is the
 time inside ``sendAsync``, with the commit charged to every Nth event. With one event per
 transaction (OMB's default) the two are the same. The events reach the server at the commit,
 not one by one as they are sent; readers see none of them before the commit either way.

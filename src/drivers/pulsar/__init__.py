@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loadgen.driver_api import BaseDriver, require_address
+from loadgen.driver_api import BaseDriver, LocalStarter, require_address
 
 
 class Driver(BaseDriver):
@@ -19,7 +19,12 @@ class Driver(BaseDriver):
     url_schemes = ("pulsar", "pulsar+ssl")
     omb_driver_classes = ("io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver",)
     client_distributions = ("pulsar-client",)
-    process_capacity = 30_000  # per CPU second, C recorders: bench/process_capacity.py
+    config_model = "loadgen_drivers.pulsar.config:PulsarConfig"
+    secret_fields = ("authentication.data",)  # a token or basic-auth JSON, under a plain key
+    local_broker = LocalStarter("loadgen.local_brokers.pulsar:start_pulsar_lite", 16650)
+    secured_local_broker = LocalStarter(
+        "loadgen.local_brokers.pulsar_secure:start_secure_pulsar", 16651
+    )
 
     @classmethod
     def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:

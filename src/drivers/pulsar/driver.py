@@ -9,11 +9,11 @@
   namespace too (OMB leaves both behind). Without admin REST (none configured, or none
   answering, e.g. pulsar-lite) topics are auto-created by the broker with *its* partition
   count, which the log reports next to the one asked for, and they stay on the broker.
-* Send time, message id and intended send time: one message property ``lg-stamp``, three
-  big-endian int64 in base64 (:mod:`.producer`); messages without it are skipped (counted,
-  logged once). The partition index comes from the partition topic's name, 0 on a
-  non-partitioned topic (:mod:`.consumer`). Publish latency is timed from the ``send_async``
-  callback.
+* Send time, message id and intended send time: the payload's first 32 bytes, or the message
+  property ``lg-stamp`` where the payload is shorter (:mod:`.stamp`); messages without a stamp
+  are skipped (counted, logged once). The partition index comes from the partition topic's
+  name, 0 on a non-partitioned topic (:mod:`.consumer`). Publish latency is timed from the
+  ``send_async`` callback.
 """
 
 from __future__ import annotations

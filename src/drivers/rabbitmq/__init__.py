@@ -7,10 +7,12 @@ no client (pika is imported by :meth:`Driver.implementation`); see
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
-from loadgen.driver_api import BaseDriver, require_address
+from loadgen.base.errors import MissingExtra
+from loadgen.driver_api import BaseDriver, LocalStarter, require_address
 
 
 class Driver(BaseDriver):
@@ -20,7 +22,8 @@ class Driver(BaseDriver):
     url_schemes = ("amqp", "amqps")
     omb_driver_classes = ("io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver",)
     client_distributions = ("pika",)
-    process_capacity = 47_000  # per CPU second, C recorders: bench/process_capacity.py
+    config_model = "loadgen_drivers.rabbitmq.config:RabbitMqConfig"
+    local_broker = LocalStarter("loadgen.local_brokers.rabbitmq:start_rabbitmq", 5672)
 
     @classmethod
     def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -31,6 +34,8 @@ class Driver(BaseDriver):
 
     @classmethod
     def implementation(cls) -> type[BaseDriver]:
+        if importlib.util.find_spec("pika") is None:
+            raise MissingExtra("pika", "rabbitmq")
         from loadgen_drivers.rabbitmq.driver import RabbitMqDriver  # imports pika
 
         return RabbitMqDriver

@@ -16,17 +16,6 @@ from pathlib import Path
 
 TASKS = Path("/proc/self/task")
 
-HOST_BUSY_SHARE = 0.5
-"""A client whose threads waited for a CPU at least this share of the time they could run, and
-:data:`HOST_BUSY_WAIT_US` per time slice, was on a busy host: its rates and latencies measure
-the host too (bench/RESULTS.md, "The broker or the host")."""
-HOST_BUSY_WAIT_US = 100.0
-"""The mean wait for a CPU per time slice above which a host counts as busy. A client with many
-threads that wake often (librdkafka's) waits for a CPU half the time it could run on an idle
-host too, but each wait is short: the time an idle core takes to pick the thread up (5-40 µs
-measured on an idle 2-core VM), against 116 µs to 4.6 ms beside 3 to 10 busy processes, where a
-woken thread waits for another's slice (65 µs for a run at 200 msg/s beside 3)."""
-
 
 @dataclass(frozen=True)
 class CpuUse:

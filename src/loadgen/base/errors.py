@@ -9,6 +9,8 @@ The tree (the CLI maps it to exit codes in one place, :func:`exit_code_for`)::
     ├── BrokerLoginRefused(broker, address, user) exit 4  it answered and refused the credentials
     ├── BrokerTlsFailed(broker, address)          exit 7  the TLS handshake failed (trust, expiry)
     ├── DriverError(broker, cause)                exit 1  the broker answered, but with an error
+    ├── LocalBrokerError(kind, cause)             exit 1  a local broker (``loadgen brokers``,
+    │                                                     the pytest fixtures) did not start
     ├── WorkerError(url, detail)                  exit 1  a remote worker failed (its own exit
     │   │                                                 code when it reported one)
     │   ├── WorkerUnreachable(url)                exit 3  nothing answered at the worker's URL
@@ -145,6 +147,15 @@ class DriverError(LoadgenError):
         self.broker = broker
         self.cause = cause
         super().__init__(f"{broker}: {cause}")
+
+
+class LocalBrokerError(LoadgenError):
+    """A broker (or Spark cluster) loadgen starts on this host did not come up."""
+
+    def __init__(self, kind: str, cause: str) -> None:
+        self.kind = kind
+        self.cause = cause
+        super().__init__(f"local {kind}: {cause}")
 
 
 class WorkerError(LoadgenError):

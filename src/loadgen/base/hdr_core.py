@@ -1,9 +1,11 @@
 """The HdrHistogram arithmetic that needs nothing but numpy: metrics and their bucket layouts,
 sparse histograms, exact merges, Java-equal percentiles and the V2 compressed codec.
 
-It is split from :mod:`loadgen.base.hdr` (recording, and the ``hdrh``-backed codec the result files
-use) because the Spark pipeline ships it to executors that have no loadgen and no ``hdrh``
-installed (:mod:`loadgen.pipeline.ship`): it may import only the standard library and numpy.
+It is split from :mod:`loadgen.base.hdr` (recording, Java's percentile iteration) because the
+Spark pipeline ships it to executors that have no loadgen installed (:mod:`loadgen.pipeline.ship`):
+it may import only the standard library and numpy. The codec is loadgen's own: ``hdrh`` (the
+Python HdrHistogram package) is used only by the tests, which check both ways that it reads
+what this writes and writes what this reads.
 
 A histogram here is only its non-empty buckets (sorted counts-array indices and their counts)
 in OMB's layout: microseconds, 5 significant digits, lowest 1, highest 60 s for publish metrics

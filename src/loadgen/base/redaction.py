@@ -2,24 +2,26 @@
 
 A value is secret by the name of the field that holds it (a dotted path such as
 ``client.authentication.data``, or a ``key=value`` line of a properties text such as Kafka's
-``sasl.password=...``), or as the user-info part of a URI (``amqp://user:pw@host``).
+``sasl.password=...``), or as the user-info part of a URI (``amqp://user:pw@host``). Names
+with a generic marker (:data:`SECRET_MARKERS`) are secret for every broker; a driver declares
+the names of its own client's secrets (:attr:`loadgen.driver_api.BaseDriver.secret_fields`),
+which are added here as its class is loaded (:func:`declare_secrets`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-SECRET_MARKERS = (
-    "password",
-    "secret",
-    "token",
-    "credential",
-    "sasl.jaas",
-    "private",
-    "authentication.data",  # Pulsar's token or basic-auth JSON: client.authentication.data
-    "ssl.key.pem",  # librdkafka's in-memory private key (from a PKCS12 keystore)
-    "keystore.key",  # Java's PEM private key inline: ssl.keystore.key
-)
+SECRET_MARKERS = ("password", "secret", "token", "credential", "private")
+"""A field or property whose name contains one of these holds a secret, whatever the broker."""
+_declared: set[str] = set()
+"""Name parts the loaded drivers declared secret."""
+
+
+def declare_secrets(names: Iterable[str]) -> None:
+    """Treat every field or property whose name contains one of ``names`` as a secret."""
+    _declared.update(name.lower() for name in names)
 
 
 def redact(value: Any, path: str = "") -> Any:
@@ -43,7 +45,8 @@ def redact_at(path: str, value: Any) -> Any:
 
 def looks_secret(key: str) -> bool:
     """Whether a field or property name (or dotted path) names a secret."""
-    return any(marker in key.lower() for marker in SECRET_MARKERS)
+    lowered = key.lower()
+    return any(marker in lowered for marker in (*SECRET_MARKERS, *_declared))
 
 
 def _redact_text(text: str) -> str:

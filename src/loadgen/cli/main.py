@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 import loadgen.base.version
+from loadgen.base import calibration
 from loadgen.base.cpus import pin, usable_cpus
 from loadgen.base.errors import ConfigError, LoadgenError, NoPlaceLeft, RunAborted, exit_code_for
 from loadgen.base.files import all_or_none, result_stem, write_json_atomic
@@ -26,6 +27,7 @@ from loadgen.cli.pipeline import pipeline
 from loadgen.distributed.placement import Placement
 from loadgen.distributed.server import DEFAULT_MAX_BODY_BYTES, serve
 from loadgen.distributed.spawn import ANNOUNCEMENT, TOKEN_ENV
+from loadgen.driver_api import driver_classes
 from loadgen.driver_api.driver_file import load_driver_spec
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.driver_api.validation import validate_file
@@ -821,6 +823,48 @@ def validate(files: tuple[Path, ...], lenient: bool) -> None:
     for path in files:
         kind = validate_file(path, lenient=lenient)
         click.echo(f"ok  {kind:8} {path}")
+
+
+@cli.command()
+@click.option(
+    "--drivers",
+    default="memory,kafka,pulsar,rabbitmq",
+    show_default=True,
+    help="Drivers to measure, comma-separated; each against the local broker it declares.",
+)
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option(
+    "--seconds", type=click.FloatRange(min=1), default=15, show_default=True, help="Per round."
+)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help=f"Write the calibration here (default: ${calibration.ENVIRONMENT} or "
+    "~/.config/loadgen/calibration.json, which every run reads).",
+)
+def calibrate(drivers: str, rounds: int, seconds: float, out: Path | None) -> None:
+    """Measure what one loadgen process handles per CPU second on this host, per driver.
+
+    The default process count of a run follows from it. Run it on the host that will run the
+    load, idle otherwise; drivers not measured keep the figures they had."""
+    from loadgen.studies.calibrate import calibrate as measure
+    from loadgen.studies.calibrate import write
+
+    kinds = [kind.strip() for kind in drivers.split(",") if kind.strip()]
+    unknown = sorted(set(kinds) - set(driver_classes()))
+    if unknown:
+        raise ConfigError(
+            "unknown driver",
+            path="--drivers",
+            value=",".join(unknown),
+            allowed=sorted(driver_classes()),
+        )
+    measured = measure(kinds, rounds, seconds, click.echo)
+    target = out or calibration.user_file()
+    write(measured, target)
+    click.echo(f"calibration: {target}")
 
 
 @cli.command()

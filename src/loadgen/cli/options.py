@@ -220,8 +220,8 @@ CPUS = click.option(
     "--cpus",
     metavar="CPUS",
     default=None,
-    help="Pin loadgen to these CPUs (1, 0,2 or 0-3; Linux). Pulsar's producer sent 1.6-1.9x "
-    "more pinned to one CPU; see the README before using it with other clients.",
+    help="Pin loadgen to these CPUs (1, 0,2 or 0-3; Linux only); local worker processes take "
+    "one CPU each, in turn. Without --processes, loadgen runs one process per CPU given.",
 )
 
 

@@ -85,7 +85,8 @@ class WorkerClient:
         if self.deadline_cap_s is not None:
             timeout_s = min(timeout_s, self.deadline_cap_s)
         # ceil_threshold: aiohttp rounds deadlines of over 5 s up to a whole second of the
-        # loop's clock, so "10 s" was up to 11; a deadline here is the one the docs promise
+        # loop's clock (a 10-s deadline could fire at 11 s); a deadline here is the one the
+        # docs promise
         timeout = aiohttp.ClientTimeout(
             total=timeout_s, sock_connect=CONNECT_TIMEOUT_S, ceil_threshold=math.inf
         )

@@ -12,6 +12,7 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+from loadgen.base import calibration
 from loadgen.base.errors import ConfigError
 from loadgen.distributed.client import CONNECT_TIMEOUT_S, ControlPlane
 from loadgen.distributed.ensemble import Ensemble
@@ -71,10 +72,8 @@ class Placement:
         if self.processes is not None:
             asked = ProcessCount(self.processes, "--processes", "asked")
             return replace(self, chosen=asked)
-        driver = load_driver_class(spec)
-        choice = default_process_count(
-            self.rule(spec), workload, driver.process_capacity, cpus_here(), spec.kind
-        )
+        capacity = calibration.current().process_capacity.get(spec.kind)
+        choice = default_process_count(self.rule(spec), workload, capacity, cpus_here(), spec.kind)
         return replace(self, processes=choice.count, chosen=choice)
 
     def rule(self, spec: DriverSpec) -> str:

@@ -1,13 +1,12 @@
 """How many local worker processes a run gets when ``--processes`` does not say.
 
-One per core was the rule, and on a small box it made latency worse: at 10k msg/s on 2 cores,
-two worker processes beside the coordinator and the broker gave a publish p99 of 55 ms where
-one process gave 17 ms (bench/RESULTS.md "Default process count"). A process is only worth
-starting when the rate needs it. So the count is the rate the workload asks for (messages sent
-plus received per second) against what one process handles while staying at most half busy
-(:attr:`loadgen.driver_api.BaseDriver.process_capacity`, measured), never more than the CPUs this
-process may use (affinity and cgroup quota) nor more than the split keeps busy. A run with no
-fixed rate (rate discovery, a catch-up drain) gets every CPU the split can use.
+A process is only worth starting when the rate needs it: beside the coordinator and a broker on
+the same host, each extra process adds its own latency (bench/RESULTS.md "Default process
+count"). So the count is the rate the workload asks for (messages sent plus received per
+second) against what one process handles while staying at most half busy (the driver's
+capacity in the host's calibration, :mod:`loadgen.base.calibration`), never more than the CPUs
+this process may use (affinity and cgroup quota) nor more than the split keeps busy. A run with
+no fixed rate (rate discovery, a catch-up drain) gets every CPU the split can use.
 """
 
 from __future__ import annotations
@@ -128,7 +127,7 @@ def default_process_count(
         reason = f"no fixed rate: every usable CPU the split keeps busy ({busy} of {cpus})"
         return ProcessCount(busy, "workload", reason)
     if capacity is None:
-        reason = f"the {driver} driver states no per-process capacity: one process"
+        reason = f"no calibrated capacity for the {driver} driver (loadgen calibrate): one process"
         return ProcessCount(1, "workload", reason)
     share = capacity * BUSY_SHARE
     needed = math.ceil(rate / share)

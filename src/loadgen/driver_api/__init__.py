@@ -26,12 +26,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from types import MappingProxyType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from loadgen.base.errors import ConfigError
+from loadgen.base.redaction import declare_secrets
 from loadgen.base.refusal import Address as Address
 from loadgen.base.refusal import fail_if_refused as fail_if_refused
 from loadgen.base.refusal import listed_addresses as listed_addresses
@@ -100,6 +101,19 @@ clock skew."""
 class TopicSpec:
     name: str
     partitions: int
+
+
+@dataclass(frozen=True)
+class LocalStarter:
+    """A local broker a driver declares: ``starter`` names, as ``"module:callable"``, a function
+    ``(port, folder, *, detach=False) -> LocalBroker`` (``None`` for a free port and a temporary
+    folder; :mod:`loadgen.local_brokers.launch` has the parts to write one), imported only when
+    that broker is started; ``port`` is the one ``loadgen brokers up`` uses by default. The
+    broker is for development and tests: its quirks stay in the ``driver_config`` it returns,
+    never in the driver's defaults."""
+
+    starter: str
+    port: int
 
 
 @runtime_checkable
@@ -253,11 +267,6 @@ class BaseDriver(ABC):
     process_local: ClassVar[bool] = False
     """True when the broker lives inside the process (the memory driver): a run over several
     processes must keep each topic's producers and consumers in one of them."""
-    process_capacity: ClassVar[float | None] = None
-    """Messages sent plus received per second one loadgen process handles on one core with this
-    client (measured: bench/RESULTS.md "Default process count"); how many worker processes a run
-    gets by default follows from it (:mod:`loadgen.distributed.sizing`). ``None``: not measured, and
-    a run with a fixed rate gets one process unless ``--processes`` says otherwise."""
     run_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     """Driver-file fields a URL run (``loadgen run URL``) starts from without a ``-d`` file."""
     probe_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
@@ -265,6 +274,19 @@ class BaseDriver(ABC):
     probe_named_topics: ClassVar[bool] = False
     """True when probing a topic given by name (``probe --topic``), which the probe keeps, leaves
     nothing behind on the broker (no queue or subscription outlives the probe)."""
+    local_broker: ClassVar[LocalStarter | None] = None
+    """How ``loadgen brokers up KIND`` (and the pytest plugin) starts a broker of this kind on
+    127.0.0.1; ``None``: it has none."""
+    secured_local_broker: ClassVar[LocalStarter | None] = None
+    """The same behind TLS and a checked login (``loadgen brokers up KIND --secure``)."""
+    secret_fields: ClassVar[tuple[str, ...]] = ()
+    """Names (or parts of names: ``sasl.jaas``) of driver-file fields and client properties
+    whose values are secrets, beyond any name with ``password``, ``secret``, ``token``,
+    ``credential`` or ``private`` in it: redacted from results, printed files and errors."""
+    config_model: ClassVar[str] = ""
+    """``"module:Class"`` of the pydantic model of the driver's own section of a driver file (the
+    field reference is generated from it, with the driver's client installed). Empty: the
+    driver documents its fields itself."""
 
     @classmethod
     def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -388,10 +410,17 @@ def driver_classes() -> dict[str, type[BaseDriver]]:
     found = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
-            found[ep.name] = ep.load()
+            found[ep.name] = _loaded(ep)
         except Exception as error:
             log.warning("driver %r (%s) cannot be loaded: %s", ep.name, ep.value, error)
     return found
+
+
+def _loaded(entry_point: EntryPoint) -> type[BaseDriver]:
+    """The driver class an entry point names, its secret fields known to redaction from now on."""
+    driver = entry_point.load()
+    declare_secrets(driver.secret_fields)
+    return driver
 
 
 def display_name(kind: str, driver: type[BaseDriver]) -> str:
@@ -402,7 +431,7 @@ def load_driver_class(spec: DriverSpec) -> type[BaseDriver]:
     """The registered driver class for ``spec.kind``."""
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == spec.kind:
-            return ep.load()
+            return _loaded(ep)
     raise ConfigError(
         f"unknown driver {spec.kind!r}",
         file=spec.source,

@@ -1,7 +1,7 @@
 /* The producer loop's burst in C: loadgen.engine.burst's compiled engine.
  *
- * Why: between the schedule and the client the Python loop ran its whole per-message body in
- * bytecode, and then the driver's send its own, which set a floor under a Python harness: a bare
+ * Why: between the schedule and the client a Python loop runs its whole per-message body in
+ * bytecode, and then the driver's send its own, which sets a floor under a Python harness: a bare
  * Python client loop's cost. For producers that hand over a client call (loadgen.driver_api's
  * PrefixedSend) a burst here runs from the clock read to the client with no Python bytecode in
  * between: the key source, bind, the client's call and an immediate ack go through vectorcall,

@@ -8,11 +8,10 @@ When every producer opts in with a :class:`~loadgen.driver_api.PrefixedSend` and
 room for the stamp, ``loadgen.engine._burst`` runs the burst in C: it stamps each payload's prefix
 itself and makes the client call the driver described, with no Python bytecode per message. It
 is built where the recorders' ``loadgen.engine._hotpath`` is, and ``LOADGEN_PURE_PYTHON=1``
-switches it
-off with them. Otherwise :class:`SendBurst`, the same steps in Python, hands each message to its
-producer's ``send``, which stamps it: in Python, a driver's own ``send`` is the cheaper way to
-its client (a Python twin of the C burst made 1.4M msg/s where ``send`` made 3.3M, memory
-driver, producer-only).
+switches it off with them. Otherwise :class:`SendBurst`, the same steps in Python, hands each
+message to its producer's ``send``, which stamps it: in Python, a driver's own ``send`` is the
+cheaper way to its client, well ahead of a Python twin of the C burst (bench/RESULTS.md "Issue
+#43").
 """
 
 from __future__ import annotations

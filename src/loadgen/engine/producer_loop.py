@@ -28,11 +28,11 @@ time a message waits for its slot shows up as publish delay and in the from-inte
 
 While it runs, the collector is set for it (:func:`collector_set_for_load`): with the
 pure-Python recorder each message allocates a callback or two that live until acknowledged (the
-C recorder's acknowledgements are not tracked by the collector). A burst of them crossed the young
-generation's default threshold (700) every time, and the in-flight callbacks, promoted on and
-on, were walked again by every older collection: 4.5 % of the process's time on the Pulsar path
-(bench/RESULTS.md). The heap built before the loop is frozen too, so a full collection does not
-walk every module, config and client object.
+C recorder's acknowledgements are not tracked by the collector). A burst of them crosses the young
+generation's default threshold (700), and the in-flight callbacks, promoted generation by
+generation, would be walked again by every older collection while freeing next to nothing
+(bench/RESULTS.md "Pulsar producer path"). The heap built before the loop is frozen too, so a
+full collection does not walk every module, config and client object.
 """
 
 from __future__ import annotations

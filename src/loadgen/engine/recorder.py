@@ -10,9 +10,10 @@ Two engines record the same numbers: C (``loadgen.engine._hotpath``, built with 
 where a C compiler is found: setup.py builds it only where Python's ``perf_counter`` and
 ``time`` read the clocks it reads), which counts each latency into its bucket as it is measured,
 and pure Python (the fallback, or with ``LOADGEN_PURE_PYTHON=1``), which appends raw values to
-arrays (~25 ns an append, against ~580 ns for ``HdrHistogram.record_value``) and bins them at
-``take()`` with numpy, bucket for bucket the same. :data:`ProducerRecorder` and
-:data:`ConsumerRecorder` are the one in use; :data:`ENGINE` says which.
+arrays and bins them at ``take()`` with numpy, bucket for bucket the same: an append plus its
+share of the binning costs a small fraction of ``HdrHistogram.record_value`` (bench/RESULTS.md
+"Hot-path micro-benchmarks"). :data:`ProducerRecorder` and :data:`ConsumerRecorder` are the one
+in use; :data:`ENGINE` says which.
 
 Threading contract: the client's delivery thread (or the producer loop) records; the stats
 thread calls ``take()``. The C engine records a message inside one C call, which no thread

@@ -2,12 +2,10 @@
 
 A drain that ends with messages undelivered does not make them lost: a catch-up subscription
 whose backlog was too big to read in the run's time still has it in the broker. Before the
-accounting calls anything lost, each consumer that can (:class:`loadgen.driver_api.Backlog`) asks
-its
-broker what is left; :func:`loadgen.engine.accounting.account` counts that much of what is missing
-as
-unread. The question is bounded: a broker that does not answer leaves it unknown (and the
-missing messages counted as lost, as before).
+accounting calls anything lost, each consumer that can (:class:`loadgen.driver_api.Backlog`)
+asks its broker what is left; :func:`loadgen.engine.accounting.account` counts that much of
+what is missing as unread. The question is bounded: a broker that does not answer leaves it
+unknown, and the missing messages count as lost.
 """
 
 from __future__ import annotations

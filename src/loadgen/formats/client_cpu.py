@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from loadgen.base.cpu_use import HOST_BUSY_SHARE, HOST_BUSY_WAIT_US
+from loadgen.base import calibration
 from loadgen.engine.stats import IntervalStats
 
 
@@ -21,6 +21,7 @@ def client_cpu_fields(measured: Sequence[IntervalStats]) -> dict[str, Any] | Non
     messages = sum(s.sent + s.received for s in measured)
     share = wait_ns / (cpu_ns + wait_ns)
     wait_per_slice_us = wait_ns / 1e3 / slices if slices else 0.0
+    host = calibration.current()
     return {
         "cpuSeconds": cpu_ns / 1e9,
         "runQueueWaitSeconds": wait_ns / 1e9,
@@ -28,5 +29,5 @@ def client_cpu_fields(measured: Sequence[IntervalStats]) -> dict[str, Any] | Non
         "timeSlices": slices,
         "runQueueWaitPerSliceMicros": wait_per_slice_us,
         "cpuMicrosPerMessage": cpu_ns / 1e3 / messages if messages else None,
-        "hostBusy": share >= HOST_BUSY_SHARE and wait_per_slice_us >= HOST_BUSY_WAIT_US,
+        "hostBusy": share >= host.host_busy_share and wait_per_slice_us >= host.host_busy_wait_us,
     }

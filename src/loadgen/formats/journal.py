@@ -2,16 +2,17 @@
 
 One JSON object a line: first the run's :class:`~loadgen.formats.runstart.RunStart`, then one
 record per completed interval: its counters, and its histograms as base64 of
-:func:`loadgen.base.hdr.pack`. The V2 encoding the hlogs hold is 4-20 % smaller and as cheap to
-write, but reading it back builds a 10-21 MB dense histogram (~3 ms each, against 0.05): a
-crashed hour of 1-s intervals would take a minute to report instead of seconds. ``writeMs`` and
+:func:`loadgen.base.hdr.pack`, not the V2 encoding the hlogs hold: V2 is 4-20 % smaller, but
+:func:`~loadgen.base.hdr.unpack` reads a histogram back several times faster than
+:func:`~loadgen.base.hdr.decode`, and a crashed run is rebuilt from every record it left (an
+hour of 1-s intervals is 3600 of them, each with several metrics). ``writeMs`` and
 ``writeCpuMs`` in a record are how long the previous write took, in wall time and in CPU time
 of the writing thread (``bench/soak.py`` reads them). Each line goes in with one
 ``write`` on an ``O_APPEND`` descriptor, then ``fdatasync`` (~1 ms, a tenth of a percent of a
 1-s interval; the checkpoint writes on a thread of its own, so a slow disk delays the journal,
 not the run): a crash (SIGKILL, a power cut) loses at most the intervals not written yet, and a
 line torn by one is ignored by the reader with a warning. Appending costs the same at the
-3000th interval as at the 3rd, where rewriting the result did not. The hlogs beside it
+3000th interval as at the 3rd. The hlogs beside it
 (:mod:`loadgen.formats.hlog`) grow the same way, a line per measured interval, not synced:
 the journal is what a crash is recovered from.
 

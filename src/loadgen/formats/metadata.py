@@ -18,7 +18,7 @@ from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine import recorder
 from loadgen.spec import Workload
 
-ENGINE_DISTRIBUTIONS = ("hdrhistogram",)
+ENGINE_DISTRIBUTIONS = ("numpy",)
 """Libraries of the engine whose versions explain a result's numbers (besides the driver's)."""
 
 

@@ -30,7 +30,7 @@ def flat_verdicts(verdicts: Mapping[str, Any] | None) -> dict[str, bool | None]:
 def mark(fields: Mapping[str, Any]) -> str:
     """One word for the verdicts among ``fields``: ``ok`` when none failed; the failed ones
     (``rate``, ``behind``, ``drain``, comma-separated); ``n/a`` when none was judged; empty
-    when there are none (a result older than verdicts, a run that wrote no result)."""
+    when there are none (a run that wrote no result)."""
     answers = [(name, fields[name]) for name in NAMES if name in fields]
     if not answers:
         return ""

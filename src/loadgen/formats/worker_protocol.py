@@ -190,9 +190,9 @@ def stats_from_json(
         duplicates=data["duplicates"],
         out_of_order=data["outOfOrder"],
         received_catch_up=data["receivedCatchUp"],
-        cpu_ns=data.get("cpuNs", 0),  # absent: a journal or worker of an older loadgen
-        cpu_wait_ns=data.get("cpuWaitNs", 0),
-        cpu_slices=data.get("cpuSlices", 0),
+        cpu_ns=data["cpuNs"],
+        cpu_wait_ns=data["cpuWaitNs"],
+        cpu_slices=data["cpuSlices"],
         warmup=data["warmup"],
         histograms=histograms(data["histograms"]),
     )

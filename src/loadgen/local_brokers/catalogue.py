@@ -6,58 +6,67 @@ broker kind with its pid, address and log; a file whose process is gone is stale
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from loadgen.base.errors import ConfigError
-from loadgen.local_brokers.kafka_secure import start_secure_kafka
+from loadgen.driver_api import LocalStarter, driver_classes
 from loadgen.local_brokers.launch import LocalBroker, process_alive
-from loadgen.local_brokers.pravega.launch import start_local_pravega
-from loadgen.local_brokers.pulsar import start_pulsar_lite
-from loadgen.local_brokers.pulsar_secure import start_secure_pulsar
-from loadgen.local_brokers.rabbitmq import start_rabbitmq
-from loadgen.local_brokers.spark import start_spark_cluster
-from loadgen.local_brokers.tansu import start_tansu
 
-DEFAULT_PORTS = {
-    "kafka": 19092,
-    "rabbitmq": 5672,
-    "pulsar": 16650,
-    "pravega": 9090,
-    "spark": 7077,
-}
-STARTERS = {
-    "kafka": start_tansu,
-    "rabbitmq": start_rabbitmq,
-    "pulsar": start_pulsar_lite,
-    "pravega": start_local_pravega,
-    "spark": start_spark_cluster,  # not a broker: a standalone master + worker for the pipeline
-}
-SECURE_PORTS = {"kafka": 19093, "pulsar": 16651}
-SECURE_STARTERS = {"kafka": start_secure_kafka, "pulsar": start_secure_pulsar}
-"""``--secure``: TLS and a login checked in front of the same local broker, with a driver file
-that logs in (RabbitMQ's own TLS listener is configured on the node itself)."""
+SPARK_KIND = "spark"
+SPARK = LocalStarter("loadgen.local_brokers.spark:start_spark_cluster", 7077)
+"""Not a driver's broker: a standalone Spark master and worker for the pipeline."""
+
+
+def starters(*, secure: bool = False) -> dict[str, LocalStarter]:
+    """Every local broker on offer, by kind: those the installed drivers declare, and Spark."""
+    found = {
+        kind: driver.secured_local_broker if secure else driver.local_broker
+        for kind, driver in driver_classes().items()
+    }
+    offered = {kind: starter for kind, starter in found.items() if starter is not None}
+    return offered if secure else {**offered, SPARK_KIND: SPARK}
+
+
+def start(
+    kind: str, port: int | None = None, folder: Path | None = None, **options: Any
+) -> LocalBroker:
+    """Start the local broker of ``kind`` on ``port`` (a free one by default), its data in
+    ``folder`` (a temporary one by default); ``options``: what its starter takes besides, e.g.
+    ``host``. The caller stops it."""
+    return _start(_starter(kind, secure=False), port, folder, **options)
+
+
+def _starter(kind: str, *, secure: bool) -> LocalStarter:
+    if kind not in starters():
+        raise ConfigError(
+            "no local broker of this kind", path="KIND", value=kind, allowed=sorted(starters())
+        )
+    offered = starters(secure=secure)
+    if kind not in offered:
+        raise ConfigError(
+            "no secured local broker of this kind",
+            path="--secure",
+            value=kind,
+            allowed=sorted(offered),
+        )
+    return offered[kind]
+
+
+def _start(
+    starter: LocalStarter, port: int | None, folder: Path | None, **options: Any
+) -> LocalBroker:
+    module, _, name = starter.starter.partition(":")
+    return getattr(importlib.import_module(module), name)(port, folder, **options)
 
 
 def state_dir() -> Path:
     configured = os.environ.get("LOADGEN_STATE_DIR")
     return Path(configured) if configured else Path.home() / ".cache" / "loadgen" / "brokers"
-
-
-def _check_kind(kind: str, secure: bool) -> None:
-    if kind not in DEFAULT_PORTS:
-        raise ConfigError(
-            "no local broker of this kind", path="KIND", value=kind, allowed=sorted(DEFAULT_PORTS)
-        )
-    if secure and kind not in SECURE_STARTERS:
-        raise ConfigError(
-            "no secured local broker of this kind",
-            path="--secure",
-            value=kind,
-            allowed=sorted(SECURE_STARTERS),
-        )
 
 
 def _name(kind: str, secure: bool) -> str:
@@ -66,7 +75,7 @@ def _name(kind: str, secure: bool) -> str:
 
 
 def status(kind: str, *, secure: bool = False) -> LocalBroker | None:
-    _check_kind(kind, secure)
+    _starter(kind, secure=secure)
     path = state_dir() / f"{_name(kind, secure)}.json"
     if not path.exists():
         return None
@@ -84,8 +93,8 @@ def up(kind: str, port: int | None = None, *, secure: bool = False) -> LocalBrok
     folder = state_dir()
     folder.mkdir(parents=True, exist_ok=True)
     name = _name(kind, secure)
-    starter, ports = (SECURE_STARTERS, SECURE_PORTS) if secure else (STARTERS, DEFAULT_PORTS)
-    broker = starter[kind](port or ports[kind], folder / name, detach=True)
+    starter = _starter(kind, secure=secure)
+    broker = _start(starter, port or starter.port, folder / name, detach=True)
     (folder / f"{name}.json").write_text(json.dumps(asdict(broker)))
     return broker
 

@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from loadgen.base.errors import DriverError
+from loadgen.base.errors import LocalBrokerError
 
 DAYS = 2
 """Test certificates only live as long as a test session (``make_certs``' default)."""
@@ -87,7 +87,9 @@ def _signed(folder: Path, ca: Pair, name: str, extension: str, days: int) -> Pai
 def _openssl(*args: str) -> None:
     done = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
-        raise DriverError("openssl", f"openssl {args[0]} failed: {done.stderr.strip()[-500:]}")
+        raise LocalBrokerError(
+            "certificates", f"openssl {args[0]} failed: {done.stderr.strip()[-500:]}"
+        )
 
 
 def expired_server(certs: CertSet, name: str = "expired-server") -> Pair:

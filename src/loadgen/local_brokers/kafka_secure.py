@@ -14,15 +14,13 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from loadgen.base.errors import DriverError
 from loadgen.local_brokers.certs import Pair
-from loadgen.local_brokers.launch import LocalBroker, free_port, port_open
+from loadgen.local_brokers.launch import LocalBroker, claim
 from loadgen.local_brokers.secured import await_front, folder_certs, start_front, write_private
 from loadgen.local_brokers.tansu import TANSU_CLIENT_SETTINGS, start_tansu
 
@@ -45,11 +43,7 @@ def start_secure_kafka(
     one already in ``log_dir``, made there by :func:`make_certs`. ``detach`` starts both in
     their own sessions so they outlive this process (``loadgen brokers up``).
     """
-    chosen = port or free_port()
-    if port_open(chosen):
-        raise DriverError("kafka", f"port 127.0.0.1:{chosen} is already in use")
-    temporary = None if log_dir else tempfile.mkdtemp(prefix="loadgen-kafka-secure-")
-    folder = Path(log_dir or temporary)
+    chosen, folder, temporary = claim("kafka", port, log_dir)
     password = secrets.token_urlsafe(24)
     try:
         ca, server = folder_certs(folder, server)

@@ -1,5 +1,6 @@
-"""Local broker processes (on 127.0.0.1 unless told otherwise): ports, liveness, and a stop that
-always reaps."""
+"""Starting a local broker process (on 127.0.0.1 unless told otherwise), written once for all:
+its port and folder (:func:`claim`), the process with its log (:func:`spawn_logged`), the wait
+until it serves (:func:`wait_until`, :func:`await_listening`), and a stop that always reaps."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loadgen.base.errors import DriverError
+from loadgen.base.errors import LocalBrokerError
+
+LOG_TAIL_CHARS = 2000
+"""How much of a broker's log a failed start shows."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -106,7 +111,28 @@ def _reaped(pid: int) -> bool:
     return done == pid
 
 
-def spawn_logged(command: Sequence[str], log_path: Path, *, detach: bool) -> subprocess.Popen:
+def claim(
+    kind: str, port: int | None, folder: Path | None, *, host: str = "127.0.0.1"
+) -> tuple[int, Path, str | None]:
+    """The broker's port (a free one unless given; a taken one is refused before anything
+    starts) and its folder for data and logs: ``folder``, or a new temporary one, returned a
+    second time to be removed by :meth:`LocalBroker.stop`."""
+    chosen = port or free_port(host)
+    if port_open(chosen, host):
+        raise LocalBrokerError(kind, f"port {host}:{chosen} is already in use")
+    temporary = None if folder else tempfile.mkdtemp(prefix=f"loadgen-{kind}-")
+    place = Path(folder or temporary)
+    place.mkdir(parents=True, exist_ok=True)
+    return chosen, place, temporary
+
+
+def spawn_logged(
+    command: Sequence[str],
+    log_path: Path,
+    *,
+    detach: bool,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.Popen:
     """Start ``command`` with its output appended to ``log_path``; ``detach`` starts it in a
     session of its own, so that it outlives this process (``loadgen brokers up``)."""
     with open(log_path, "ab") as log_file:
@@ -115,8 +141,35 @@ def spawn_logged(command: Sequence[str], log_path: Path, *, detach: bool) -> sub
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            env=None if env is None else dict(env),
             start_new_session=detach,
         )
+
+
+def log_tail(log_path: str | Path) -> str:
+    try:
+        return Path(log_path).read_text(errors="replace")[-LOG_TAIL_CHARS:]
+    except OSError:
+        return ""
+
+
+def wait_until(
+    kind: str,
+    ready: Callable[[], bool],
+    *,
+    alive: Callable[[], bool],
+    timeout_s: float,
+    failure: str,
+    log_path: str | Path,
+    poll_s: float = 0.05,
+) -> None:
+    """Return once ``ready()``; if the process stops being ``alive()`` or ``timeout_s`` pass
+    first, raise :class:`LocalBrokerError` with ``failure`` and the end of its log."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if not alive() or time.monotonic() > deadline:
+            raise LocalBrokerError(kind, f"{failure}:\n{log_tail(log_path)}")
+        time.sleep(poll_s)
 
 
 def await_listening(
@@ -127,12 +180,18 @@ def await_listening(
     timeout_s: float,
     host: str = "127.0.0.1",
 ) -> None:
-    """Returns once every port accepts. If the process exits first or ``timeout_s`` passes,
-    stops the broker and raises :class:`DriverError` naming ``name``, with its log's end."""
-    deadline = time.monotonic() + timeout_s
-    while not all(port_open(port, host) for port in ports):
-        if process.poll() is not None or time.monotonic() > deadline:
-            tail = Path(broker.log_path).read_text(errors="replace")[-2000:]
-            broker.stop()
-            raise DriverError(broker.kind, f"{name} did not start on {broker.address}:\n{tail}")
-        time.sleep(0.01)
+    """Return once every port accepts; otherwise stop the broker and raise
+    :class:`LocalBrokerError` naming ``name``, with its log's end."""
+    try:
+        wait_until(
+            broker.kind,
+            lambda: all(port_open(port, host) for port in ports),
+            alive=lambda: process.poll() is None,
+            timeout_s=timeout_s,
+            failure=f"{name} did not start on {broker.address}",
+            log_path=broker.log_path,
+            poll_s=0.01,
+        )
+    except LocalBrokerError:
+        broker.stop()
+        raise

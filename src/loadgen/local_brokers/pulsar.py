@@ -17,16 +17,14 @@ that remain.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from loadgen.base.errors import DriverError, MissingExtra
+from loadgen.base.errors import MissingExtra
 from loadgen.local_brokers.launch import (
     LocalBroker,
     await_listening,
-    free_port,
-    port_open,
+    claim,
     spawn_logged,
 )
 
@@ -103,12 +101,7 @@ def start_pulsar_lite(
     ``detach`` starts it in its own session so it outlives this process (``loadgen brokers up``).
     """
     binary = pulsar_lite_binary()
-    chosen = port or free_port(host)
-    if port_open(chosen, host):
-        raise DriverError("pulsar", f"port {host}:{chosen} is already in use")
-    temporary = None if data_dir else tempfile.mkdtemp(prefix="loadgen-pulsar-")
-    folder = Path(data_dir or temporary)
-    folder.mkdir(parents=True, exist_ok=True)
+    chosen, folder, temporary = claim("pulsar", port, data_dir, host=host)
     if not keep_data:
         _remove_old_data(folder)
     db_path = folder / f"pulsar-lite-{chosen}"

@@ -8,16 +8,14 @@ secret, both logs and a ready driver YAML whose token and trust file are the end
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from loadgen.base.errors import DriverError
 from loadgen.local_brokers.certs import Pair
 from loadgen.local_brokers.jwt_hs256 import make_token, new_secret
-from loadgen.local_brokers.launch import LocalBroker, free_port, port_open
+from loadgen.local_brokers.launch import LocalBroker, claim
 from loadgen.local_brokers.pulsar import (
     PULSAR_LITE_CLIENT_SETTINGS,
     pulsar_lite_binary,
@@ -48,11 +46,7 @@ def start_secure_pulsar(
     (``loadgen brokers up``).
     """
     pulsar_lite_binary()  # MissingExtra before anything is made
-    chosen = port or free_port(HOST)
-    if port_open(chosen, HOST):
-        raise DriverError("pulsar", f"port {HOST}:{chosen} is already in use")
-    temporary = None if log_dir else tempfile.mkdtemp(prefix="loadgen-pulsar-secure-")
-    folder = Path(log_dir or temporary)
+    chosen, folder, temporary = claim("pulsar", port, log_dir, host=HOST)
     ca, pair = folder_certs(folder, server)
     secret_file = write_private(folder / SECRET_FILE, secret := new_secret())
     lite = start_pulsar_lite(data_dir=folder, detach=detach, host=HOST)

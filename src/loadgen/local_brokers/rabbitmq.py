@@ -14,17 +14,27 @@ from __future__ import annotations
 import ipaddress
 import os
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pika
 import psutil
-from pika.exceptions import AMQPError
 
-from loadgen.base.errors import DriverError
-from loadgen.local_brokers.launch import LocalBroker, free_port, port_open
+from loadgen.base.errors import LocalBrokerError, MissingExtra
+from loadgen.local_brokers.launch import (
+    LocalBroker,
+    claim,
+    free_port,
+    port_open,
+    spawn_logged,
+    wait_until,
+)
+
+try:
+    import pika
+    from pika.exceptions import AMQPError
+except ImportError:  # pika comes with the rabbitmq extra
+    raise MissingExtra("pika", "rabbitmq") from None
 
 SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 INSTALL_HINT = "apt-get update && apt-get install -y rabbitmq-server"
@@ -78,25 +88,16 @@ def start_rabbitmq(
     ``detach`` starts it in its own session so it outlives this process (``loadgen brokers up``).
     """
     if not rabbitmq_installed():
-        raise DriverError("rabbitmq", f"{SERVER} is not installed; install it with: {INSTALL_HINT}")
-    chosen = port or free_port(host)
-    if port_open(chosen, host):
-        raise DriverError("rabbitmq", f"port {host}:{chosen} is already in use")
-    temporary = None if data_dir else tempfile.mkdtemp(prefix="loadgen-rabbitmq-")
-    folder = Path(data_dir or temporary)
+        raise LocalBrokerError(
+            "rabbitmq", f"{SERVER} is not installed; install it with: {INSTALL_HINT}"
+        )
+    chosen, folder, temporary = claim("rabbitmq", port, data_dir, host=host)
     (folder / "home").mkdir(parents=True, exist_ok=True)
     epmd_was_running = port_open(EPMD_PORT)
     started = time.time()
     log_path = folder / f"rabbitmq-{chosen}.log"
-    with open(log_path, "ab") as log_file:
-        process = subprocess.Popen(
-            [str(SERVER)],
-            env=_node_environment(host, chosen, folder, tls),
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=detach,
-        )
+    environment = _node_environment(host, chosen, folder, tls)
+    process = spawn_logged([str(SERVER)], log_path, detach=detach, env=environment)
     uri = f"amqp://guest:guest@{host}:{chosen}/%2F"
 
     def broker() -> LocalBroker:
@@ -111,10 +112,10 @@ def start_rabbitmq(
         )
 
     try:
-        _wait_ready(process, uri)
+        _wait_ready(process, uri, log_path)
         if tls and not port_open(tls.port):
-            raise DriverError("rabbitmq", f"no amqps listener on 127.0.0.1:{tls.port}")
-    except DriverError:
+            raise LocalBrokerError("rabbitmq", f"no amqps listener on 127.0.0.1:{tls.port}")
+    except LocalBrokerError:
         broker().stop()
         raise
     return broker()
@@ -148,23 +149,30 @@ def _guest_beyond_loopback(host: str) -> str:
     return "" if ipaddress.ip_address(host).is_loopback else " -rabbit loopback_users []"
 
 
-def _wait_ready(process: subprocess.Popen, uri: str) -> None:
+def _wait_ready(process: subprocess.Popen, uri: str, log_path: Path) -> None:
+    """Return once ``guest`` logs in over AMQP: the port opens before the node takes logins."""
     parameters = pika.URLParameters(uri)
     parameters.connection_attempts = 1
     parameters.socket_timeout = 1.0
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while True:
-        if process.poll() is not None:
-            raise DriverError("rabbitmq", f"rabbitmq-server exited with {process.returncode}")
-        if port_open(parameters.port, parameters.host):
-            try:
-                pika.BlockingConnection(parameters).close()
-                return
-            except AMQPError:
-                pass
-        if time.monotonic() > deadline:
-            raise DriverError("rabbitmq", f"no AMQP login on {uri} within {READY_TIMEOUT_S:.0f} s")
-        time.sleep(0.1)
+
+    def logs_in() -> bool:
+        if not port_open(parameters.port, parameters.host):
+            return False
+        try:
+            pika.BlockingConnection(parameters).close()
+        except AMQPError:
+            return False
+        return True
+
+    wait_until(
+        "rabbitmq",
+        logs_in,
+        alive=lambda: process.poll() is None,
+        timeout_s=READY_TIMEOUT_S,
+        failure=f"no AMQP login on {uri} within {READY_TIMEOUT_S:.0f} s",
+        log_path=log_path,
+        poll_s=0.1,
+    )
 
 
 def _epmd_pids(started_after: float) -> list[int]:
@@ -191,5 +199,5 @@ def rabbitmqctl(broker: LocalBroker, *args: str, timeout_s: float = 60.0) -> str
         timeout=timeout_s,
     )
     if done.returncode != 0:
-        raise DriverError("rabbitmq", f"rabbitmqctl {' '.join(args)}: {done.stderr.strip()}")
+        raise LocalBrokerError("rabbitmq", f"rabbitmqctl {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout

@@ -14,12 +14,11 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from loadgen.base.errors import DriverError
+from loadgen.base.errors import LocalBrokerError
 from loadgen.local_brokers.certs import CertSet, Pair, make_certs
-from loadgen.local_brokers.launch import LocalBroker, spawn_logged
+from loadgen.local_brokers.launch import LocalBroker, spawn_logged, wait_until
 
 CA_NAME = "loadgen-test-ca"
 ENDPOINT_DAYS = 365
@@ -59,21 +58,32 @@ def start_front(
 def await_front(front: subprocess.Popen[bytes], broker: LocalBroker) -> None:
     """Return once a TLS handshake with the front at ``broker.address`` completes (nothing
     verified: an expired certificate must come up too); if the front exits or
-    :data:`READY_TIMEOUT_S` pass, stop ``broker`` and raise DriverError with the log's tail."""
+    :data:`READY_TIMEOUT_S` pass, stop ``broker`` and raise LocalBrokerError with the log's
+    tail."""
     host, _, port = broker.address.rpartition(":")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while front.poll() is None and time.monotonic() < deadline:
+
+    def handshakes() -> bool:
         try:
             with (
                 socket.create_connection((host, int(port)), timeout=1) as raw,
                 context.wrap_socket(raw),
             ):
-                return
+                return True
         except OSError:
-            time.sleep(0.05)
-    tail = Path(broker.log_path).read_text(errors="replace")[-2000:]
-    broker.stop(STOP_TIMEOUT_S)
-    raise DriverError(broker.kind, f"the TLS front did not start on {broker.address}:\n{tail}")
+            return False
+
+    try:
+        wait_until(
+            broker.kind,
+            handshakes,
+            alive=lambda: front.poll() is None,
+            timeout_s=READY_TIMEOUT_S,
+            failure=f"the TLS front did not start on {broker.address}",
+            log_path=broker.log_path,
+        )
+    except LocalBrokerError:
+        broker.stop(STOP_TIMEOUT_S)
+        raise

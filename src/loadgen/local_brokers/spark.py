@@ -13,12 +13,20 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
-import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from loadgen.base.errors import DriverError, MissingExtra
-from loadgen.local_brokers.launch import LocalBroker, free_port, port_open, stop_process
+from loadgen.base.errors import LocalBrokerError, MissingExtra
+from loadgen.local_brokers.launch import (
+    LocalBroker,
+    claim,
+    free_port,
+    port_open,
+    spawn_logged,
+    stop_process,
+    wait_until,
+)
 
 READY_TIMEOUT_S = 60.0
 WORKER_MEMORY = "1g"
@@ -33,7 +41,7 @@ def spark_class() -> Path:
         raise MissingExtra("pyspark", "spark") from None
     script = Path(pyspark.__file__).parent / "bin" / "spark-class"
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise DriverError("spark", "no Java: install a JRE 17+ (java on PATH or JAVA_HOME)")
+        raise LocalBrokerError("spark", "no Java: install a JRE 17+ (java on PATH or JAVA_HOME)")
     return script
 
 
@@ -47,41 +55,23 @@ def _environment(folder: Path) -> dict[str, str]:
     }
 
 
-def _launch(args: list[str], log_path: Path, env: dict[str, str]) -> int:
+def _launch(args: list[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen:
     """One JVM in its own session (its executors join its group)."""
-    with open(log_path, "ab") as log_file:
-        process = subprocess.Popen(
-            [str(spark_class()), *args],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
-    return process.pid
+    return spawn_logged([str(spark_class()), *args], log_path, detach=True, env=env)
 
 
-def _wait_for_port(port: int, pid: int, log_path: Path, what: str) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not port_open(port):
-        if not _alive(pid) or time.monotonic() > deadline:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            raise DriverError("spark", f"the {what} did not start on 127.0.0.1:{port}:\n{tail}")
-        time.sleep(0.1)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        done = 0
-    if done == pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _wait(
+    process: subprocess.Popen, ready: Callable[[], bool], log_path: Path, failure: str
+) -> None:
+    wait_until(
+        "spark",
+        ready,
+        alive=lambda: process.poll() is None,
+        timeout_s=READY_TIMEOUT_S,
+        failure=failure,
+        log_path=log_path,
+        poll_s=0.1,
+    )
 
 
 def start_spark_cluster(
@@ -91,11 +81,7 @@ def start_spark_cluster(
     each registered before this returns. ``detach`` is accepted for ``brokers up``: every JVM
     runs in its own session anyway, so it outlives the caller."""
     del detach
-    chosen = port or free_port()
-    if port_open(chosen):
-        raise DriverError("spark", f"port 127.0.0.1:{chosen} is already in use")
-    temporary = None if log_dir else tempfile.mkdtemp(prefix="loadgen-spark-")
-    folder = Path(log_dir or temporary)
+    chosen, folder, temporary = claim("spark", port, log_dir)
     for sub in ("work", "logs", "local"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     env = _environment(folder)
@@ -107,13 +93,15 @@ def start_spark_cluster(
         env,
     )
     helpers: list[int] = []
-    cluster = LocalBroker("spark", url, master, str(master_log), {}, temporary, helpers)
+    cluster = LocalBroker("spark", url, master.pid, str(master_log), {}, temporary, helpers)
     try:
-        _wait_for_port(chosen, master, master_log, "Spark master")
+        failure = f"the Spark master did not start on 127.0.0.1:{chosen}"
+        _wait(master, lambda: port_open(chosen), master_log, failure)
         logs = [folder / "logs" / f"worker-{chosen}-{n}.log" for n in range(workers)]
-        helpers += [_launch(_worker_args(url), log, env) for log in logs]
-        for log, pid in zip(logs, helpers, strict=True):
-            _wait_for_registration(log, pid)
+        started = [_launch(_worker_args(url), log, env) for log in logs]
+        helpers += [worker.pid for worker in started]
+        for log, worker in zip(logs, started, strict=True):
+            _wait(worker, partial(_registered, log), log, "a Spark worker did not register")
     except BaseException:
         stop_cluster(cluster)
         raise
@@ -130,13 +118,8 @@ def _worker_args(master_url: str) -> list[str]:
             "--cores", "1", "--memory", WORKER_MEMORY, master_url]  # fmt: skip
 
 
-def _wait_for_registration(log_path: Path, pid: int) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while REGISTERED not in log_path.read_text(errors="replace"):
-        if not _alive(pid) or time.monotonic() > deadline:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            raise DriverError("spark", f"a Spark worker did not register:\n{tail}")
-        time.sleep(0.1)
+def _registered(log_path: Path) -> bool:
+    return REGISTERED in log_path.read_text(errors="replace")
 
 
 def stop_cluster(cluster: LocalBroker, timeout_s: float = 10.0) -> None:

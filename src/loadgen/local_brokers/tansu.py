@@ -9,16 +9,14 @@ never by driver defaults.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from loadgen.base.errors import DriverError, MissingExtra
+from loadgen.base.errors import MissingExtra
 from loadgen.local_brokers.launch import (
     LocalBroker,
     await_listening,
-    free_port,
-    port_open,
+    claim,
     spawn_logged,
 )
 
@@ -77,12 +75,7 @@ def start_tansu(
     :mod:`harness.proxy`); its own by default. ``host`` is also the advertised one (a
     bridge address that simulated hosts reach, :mod:`harness.hosts`).
     """
-    chosen = port or free_port(host)
-    if port_open(chosen, host):
-        raise DriverError("kafka", f"port {host}:{chosen} is already in use")
-    temporary = None if log_dir else tempfile.mkdtemp(prefix="loadgen-tansu-")
-    folder = log_dir or Path(temporary)
-    folder.mkdir(parents=True, exist_ok=True)
+    chosen, folder, temporary = claim("kafka", port, log_dir, host=host)
     log_path = folder / f"tansu-{chosen}.log"
     url = f"tcp://{host}:{chosen}"
     command = [

@@ -1,8 +1,9 @@
 """The job's streaming source: each micro-batch's new landing files, recorded before it runs.
 
-Spark's own file source cost about 0.35 ms of the driver's JVM per new file (it lists the
-directory, logs each file's entry as JSON, reads the log back and lists every file again), about
-2 s of a 6,200-file batch while the executors waited (bench/RESULTS.md). This source lists the
+Spark's own file source costs the driver's JVM about 0.35 ms per new file (it lists the
+directory, logs each file's entry as JSON, reads the log back and lists every file again), and
+the executors wait meanwhile: seconds for a batch of thousands of files (bench/RESULTS.md
+"The job's own loop instead of Spark's file source"). This source lists the
 directory once per batch (``os.scandir`` for a local one, Hadoop's FileSystem otherwise) and
 records the batch's files as one text file.
 

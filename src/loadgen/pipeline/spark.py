@@ -26,8 +26,9 @@ DEFAULT_MASTER = "local[*]"
 LOG_CONFIG = Path(__file__).resolve().with_name("log4j2.properties")
 """Spark's own log at ERROR: its startup chatter would bury the job's lines."""
 LEAN_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:CICompilerCount=1"]
-"""The JVMs with the quick JIT only and one GC thread: with the full JIT, a micro-batch's jobs
-cost about twice the JVM CPU, most of it the C2 compiler's (bench/RESULTS.md)."""
+"""The JVMs with the quick JIT only and one GC thread: the full JIT about doubles the JVM CPU
+of a micro-batch's jobs, most of it the C2 compiler's (bench/RESULTS.md "Spark pipeline:
+live-job cost")."""
 SETTINGS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",

@@ -4,10 +4,12 @@ Fixtures, all session-scoped brokers on free 127.0.0.1 ports, started on first u
 
 * ``kafka_broker`` (tansu), ``rabbitmq_broker`` (Debian rabbitmq-server), ``pulsar_broker``
   (pulsar-lite, 16 partitions per auto-created topic), ``pravega_broker`` (loadgen's local
-  Pravega, :mod:`loadgen.local_brokers.pravega`);
+  Pravega, :mod:`loadgen.local_brokers.pravega`): each the broker its driver declares
+  (:attr:`loadgen.driver_api.BaseDriver.local_broker`);
   a broker that cannot start skips the test with the reason (fails it when
   ``LOADGEN_REQUIRE_BROKERS=1``), as does one left out by ``--loadgen-broker``.
-* ``loadgen_broker``: each selected broker in turn (the test runs once per broker kind).
+* ``loadgen_broker``: each selected broker in turn (the test runs once per broker kind), a
+  third-party driver's too.
 * ``loadgen_run``: :func:`loadgen.run` with short-run defaults (1 s stats interval, no warm-up).
 * ``loadgen_benchmark``: the same run as one pytest-benchmark round, with the result's rates
   and percentiles in ``extra_info`` (needs pytest-benchmark).
@@ -24,16 +26,16 @@ import pytest
 
 from loadgen.api import run
 from loadgen.base.errors import LoadgenError, MissingExtra
+from loadgen.local_brokers import catalogue
 from loadgen.local_brokers.launch import LocalBroker
-from loadgen.local_brokers.pravega.launch import start_local_pravega
-from loadgen.local_brokers.pulsar import start_pulsar_lite
-from loadgen.local_brokers.rabbitmq import INSTALL_HINT, rabbitmq_installed, start_rabbitmq
-from loadgen.local_brokers.tansu import start_tansu
 from loadgen.pytest_plugin.benchmark import run_benchmarked
 from loadgen.pytest_plugin.require import unavailable
 from loadgen.running.result import Result
 
-KINDS = ("kafka", "rabbitmq", "pulsar", "pravega")
+
+def broker_kinds() -> tuple[str, ...]:
+    """The local brokers the installed drivers declare (Spark is no driver's)."""
+    return tuple(kind for kind in catalogue.starters() if kind != catalogue.SPARK_KIND)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,7 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--loadgen-broker",
         action="append",
-        choices=KINDS,
+        choices=broker_kinds(),
         default=None,
         help="local broker kinds this session may start (repeatable; default: all)",
     )
@@ -52,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _selected(config: pytest.Config) -> tuple[str, ...]:
-    return tuple(config.getoption("--loadgen-broker") or KINDS)
+    return tuple(config.getoption("--loadgen-broker") or broker_kinds())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -67,25 +69,11 @@ def start_local_broker(config: pytest.Config, kind: str, **options: Any) -> Loca
     if kind not in _selected(config):
         pytest.skip(f"{kind} is not among --loadgen-broker {' '.join(_selected(config))}")
     try:
-        return STARTERS[kind](**options)
+        return catalogue.start(kind, **options)
     except MissingExtra as missing:
         unavailable(str(missing))
     except LoadgenError as error:
         unavailable(f"the local {kind} broker did not start: {error}")
-
-
-def _rabbitmq(**options: Any) -> LocalBroker:
-    if not rabbitmq_installed():
-        unavailable(f"rabbitmq-server is not installed ({INSTALL_HINT})")
-    return start_rabbitmq(**options)
-
-
-STARTERS: dict[str, Callable[..., LocalBroker]] = {
-    "kafka": start_tansu,
-    "rabbitmq": _rabbitmq,
-    "pulsar": start_pulsar_lite,
-    "pravega": start_local_pravega,
-}
 
 
 def _broker_fixture(kind: str):

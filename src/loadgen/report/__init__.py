@@ -1,1 +1,1 @@
-"""Reports for people: console lines now; HTML and charts later."""
+"""Reports for people: console lines, the live display, and the HTML report with its charts."""

@@ -39,7 +39,7 @@ def _shown(value: Any) -> str:
 
 def rows(document: Document) -> tuple[list[str], list[list[str]]]:
     """Header and rows: the varied values, the repeat, the figures (ms), status, result and
-    verdict (empty for a point without a result, or with one older than verdicts)."""
+    verdict (empty for a point without a result)."""
     varied = list(document["varied"])
     head = ["key", *varied, "repeat", *(name for name, _, _ in FIGURES), "status", "result"]
     head.append("verdict")

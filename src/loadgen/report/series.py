@@ -85,7 +85,7 @@ def throughput(result: dict[str, Any]) -> list[Series]:
 @lru_cache(maxsize=32)
 def _decoded(metric: str, encoded: str) -> hdr.Histogram:
     """A result's aggregated histogram, decoded once: the summary table and every chart ask for
-    it (~12 ms a decode for a 1-min run), and results are read-only here."""
+    it, and results are read-only here."""
     return hdr.decode(metric, encoded)
 
 

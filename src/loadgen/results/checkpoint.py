@@ -1,10 +1,9 @@
 """The run's journal kept up to date while it goes, so a crash keeps what was measured.
 
 A :class:`~loadgen.engine.listeners.RunListener`: at the first interval it writes the journal's
-start
-record and the hlogs' headers, and after every interval it appends that interval to the journal
-and the hlogs (:mod:`loadgen.formats.journal`). Nothing is rebuilt or skipped: each interval
-costs one append, whatever the run's length. A run that ends normally (or is interrupted)
+start record and the hlogs' headers, and after every interval it appends that interval to the
+journal and the hlogs (:mod:`loadgen.formats.journal`). Nothing is rebuilt or skipped: each
+interval costs one append, whatever the run's length. A run that ends normally (or is interrupted)
 writes its result and removes the journal; one that dies without a chance to (SIGKILL, the
 machine going down, a crash in a client library) leaves the journal and the hlogs, which
 ``loadgen report`` reads.

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from loadgen.base.errors import DriverError, MissingExtra
+from loadgen.base.errors import MissingExtra
 from loadgen.local_brokers.launch import (
     LocalBroker,
     await_listening,
+    claim,
     free_port,
-    port_open,
     spawn_logged,
 )
 
@@ -40,13 +39,8 @@ def start_local_pravega(
     port beside it; returns once both accept. ``detach``: outlives this process."""
     if importlib.util.find_spec("grpc") is None:  # the controller's gRPC, in the child
         raise MissingExtra("grpcio", "pravega")
-    controller_port = port or free_port(host)
-    if port_open(controller_port, host):
-        raise DriverError("pravega", f"port {host}:{controller_port} is already in use")
+    controller_port, folder, temporary = claim("pravega", port, log_dir, host=host)
     store_port = free_port(host)
-    temporary = None if log_dir else tempfile.mkdtemp(prefix="loadgen-pravega-")
-    folder = log_dir or Path(temporary)
-    folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / f"pravega-{controller_port}.log"
     command = [
         sys.executable,

@@ -445,11 +445,10 @@ def _finish(
     """Stop producers, let consumers drain in-flight messages, fold that into the last interval.
 
     The drained messages were sent during the measurement, so their counts and latencies belong
-    to it; the interval still ends when sending stopped. Ending it after the drain diluted every
-    rate of the run by the drain's length: a few messages a broker never delivered held the
-    drain for its whole timeout, and a 5k msg/s run on Pulsar reported 4.3k. Without
-    ``wait_for_reads`` only acknowledgements are waited for; what was not read is asked of the
-    broker by the accounting.
+    to it; the interval still ends when sending stopped, not after the drain: a few messages a
+    broker never delivers hold the drain for its whole timeout, and that time must not dilute
+    the run's rates. Without ``wait_for_reads`` only acknowledgements are waited for; what was
+    not read is asked of the broker by the accounting.
     """
     started = time.monotonic()
     stopped_ms = _now_ms()
@@ -458,8 +457,7 @@ def _finish(
     outcome.pending_acks = worker.stop_load(options.drain_timeout_s)
     measurement.publishing = outcome.pending_acks > 0
     # a duplicate received earlier (a redelivery after a reconnect) counts as a delivery: the
-    # drain waits for it on top, or it would end with a message still on its way (seen: one
-    # duplicate, one message called lost, a drain of 1 ms after a RabbitMQ restart)
+    # drain waits for it on top, or it would end with a message still on its way, called lost
     duplicates = sum(stats.duplicates for stats in measurement.intervals)
     failed_sends = sum(stats.send_errors for stats in measurement.intervals)
     expected = worker.sent_so_far() * workload.subscriptions_per_topic + duplicates

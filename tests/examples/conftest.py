@@ -17,7 +17,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # the suite's own switches, not options of a command: these reach the examples unchanged
-KEPT = {"LOADGEN_REQUIRE_BROKERS", "LOADGEN_PURE_PYTHON", "LOADGEN_STATE_DIR"}
+KEPT = {
+    "LOADGEN_REQUIRE_BROKERS",
+    "LOADGEN_PURE_PYTHON",
+    "LOADGEN_STATE_DIR",
+    "LOADGEN_CALIBRATION",
+}
 
 
 class Example:

@@ -6,10 +6,11 @@ files), the ``driver_api`` (the seam drivers implement, driver files, broker URL
 start), the ``formats`` (what the engine's values become on disk and on the wire), the
 outputs and their transport (``results``, ``report``, ``metrics``, ``pipeline``,
 ``distributed``), ``running`` (one run: the runner, its scenarios, the probe), ``studies``
-(many runs: sweep, matrix) and the interfaces (``cli``, ``pytest_plugin``, and the package's
-root: ``loadgen/__init__.py`` re-exporting ``api.py``). Folders of one layer import each other
-without cycles. Imports are read with ``ast``, nothing is imported; imports inside functions
-and under ``TYPE_CHECKING`` count as well. docs/design/architecture.md explains each layer.
+(many runs: sweep, matrix, calibration) and the interfaces (``cli``, ``pytest_plugin``, and
+the package's root: ``loadgen/__init__.py`` re-exporting ``api.py``). Folders of one layer
+import each other without cycles. Imports are read with ``ast``, nothing is imported; imports
+inside functions and under ``TYPE_CHECKING`` count as well. docs/design/architecture.md
+explains each layer.
 """
 
 from __future__ import annotations

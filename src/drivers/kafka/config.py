@@ -85,11 +85,24 @@ class KafkaConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     replication_factor: int = Field(default=0, alias="replicationFactor", ge=0)
+    """OMB's replication factor of the topics the run creates; 0, the default, leaves it to the
+    broker (``default.replication.factor``)."""
     reset: bool = False
+    """OMB's flag to delete every topic of the cluster before the run; accepted for OMB's files,
+    and loadgen does nothing with it."""
     topic_config: dict[str, str] = Field(default_factory=dict, alias="topicConfig")
+    """OMB's topic configs for the topics the run creates (``.properties`` text or a mapping),
+    given to the broker unchanged at creation."""
     common_config: dict[str, str] = Field(alias="commonConfig")
+    """OMB's Java client properties for every client (producers, consumers, admin), as
+    ``.properties`` text or a mapping, translated for librdkafka; ``bootstrap.servers`` goes
+    here."""
     producer_config: dict[str, str] = Field(alias="producerConfig")
+    """OMB's Java producer properties, merged over ``commonConfig`` (its keys win) and translated
+    for librdkafka the same way."""
     consumer_config: dict[str, str] = Field(alias="consumerConfig")
+    """OMB's Java consumer properties, merged over ``commonConfig`` (its keys win) and translated
+    for librdkafka the same way; ``group.id`` is set to the subscription's name."""
     consumer_assignment: Literal["subscribe", "assign"] = Field(
         default="subscribe", alias="consumerAssignment"
     )

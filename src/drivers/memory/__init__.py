@@ -55,11 +55,22 @@ class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     poll_interval_ms: float = Field(default=0.5, alias="pollIntervalMs", gt=0, le=1000)
+    """How long an idle consumer thread waits before polling its partitions again, in ms;
+    end-to-end latency on this driver is mostly this interval."""
     drop_every: int | None = Field(default=None, alias="dropEvery", ge=1)
+    """Fault injection: acknowledge every N-th message of each producer (counting messages with
+    an id, not probes) but never store it; unset: off."""
     duplicate_every: int | None = Field(default=None, alias="duplicateEvery", ge=1)
+    """Fault injection: store every N-th message of each producer twice; unset: off."""
     swap_every: int | None = Field(default=None, alias="swapEvery", ge=2)
+    """Fault injection: store every N-th message of each producer after the one that follows it
+    (one out-of-order delivery per swap); unset: off."""
     stall_ms: float = Field(default=0.0, alias="stallMs", ge=0, le=600_000)
+    """Fault injection: block one send of each producer this long, in ms, once (a stalled client,
+    for coordinated-omission checks); 0: off."""
     stall_after: int = Field(default=0, alias="stallAfter", ge=0)
+    """With ``stallMs``: how many messages each producer sends before its stall (0: the first one
+    stalls)."""
 
 
 Entry = tuple[bytes, int, int, int] | bytes

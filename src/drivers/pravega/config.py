@@ -14,9 +14,10 @@ Defaults are OMB's. Each field and what it becomes in the Python client (``prave
 ``writer.enableConnectionPooling`` (false)       no setting: the Rust client gives every segment
                                                  writer a connection of its own (Java's
                                                  ``false``); ``true`` is warned about
-``includeTimestampInEvent`` (true)               8-byte big-endian send time, epoch **ns**
-                                                 (OMB: ms), before the payload; ``false``: no
-                                                 end-to-end latency (warned)
+``includeTimestampInEvent`` (true)               the 24-byte stamp (send time, message id,
+                                                 intended time; OMB: an 8-byte send time in ms)
+                                                 before the payload; ``false``: no end-to-end
+                                                 latency and no ids (warned)
 ``enableTransaction`` (false)                    ``create_transaction_writer`` instead of
                                                  ``create_writer``
 ``eventsPerTransaction`` (1)                     events per ``begin_txn`` … ``commit`` (with
@@ -66,8 +67,14 @@ class _Section(BaseModel):
 
 class ClientConfig(_Section):
     controller_uri: str = Field(alias="controllerURI")
+    """The controller's ``tcp://host:port`` or ``tls://host:port``, one address, given to
+    ``StreamManager``; ``tls://`` takes its CA certificates where the
+    ``pravega_client_tls_cert_path`` environment variable says."""
     scope_name: str = Field(default="examples", alias="scopeName", min_length=1)
+    """The scope every stream is made in; ``examples`` by default, loadgen's (OMB has none)."""
     timeout_s: float = Field(default=30.0, alias="timeoutSeconds", gt=0)
+    """loadgen's deadline of each control-plane call (scope, stream, reader group) and
+    transaction, in s; the child process making it is killed then."""
 
     @field_validator("controller_uri")
     @classmethod
@@ -84,26 +91,51 @@ class ClientConfig(_Section):
 
 class WriterConfig(_Section):
     enable_connection_pooling: bool = Field(default=False, alias="enableConnectionPooling")
+    """OMB's writer connection pooling; the Python client has no such setting (each segment
+    writer has a connection of its own, Java's ``false``), so ``true`` is warned about."""
 
 
 class PravegaConfig(_Section):
     """The broker section of a Pravega driver file (OMB's ``PravegaConfig``)."""
 
     client: ClientConfig
+    """OMB's ``client`` section: controller, scope and control-plane deadline."""
     writer: WriterConfig = Field(default_factory=WriterConfig)
+    """OMB's ``writer`` section."""
     include_timestamp_in_event: bool = Field(default=True, alias="includeTimestampInEvent")
+    """OMB's: prefix each event with loadgen's 24-byte stamp (send time in epoch ns, message id,
+    intended send time); false sends the payload alone, so no end-to-end latency is recorded
+    (warned)."""
     enable_transaction: bool = Field(default=False, alias="enableTransaction")
+    """OMB's: write through transactions of ``eventsPerTransaction`` events
+    (``create_transaction_writer``); an event is acknowledged when its transaction commits."""
     events_per_transaction: int = Field(
         default=1, alias="eventsPerTransaction", ge=1, le=JAVA_INT_MAX
     )
+    """OMB's number of events per transaction; read with ``enableTransaction`` only (else warned
+    about)."""
     event_per_transaction: int | None = Field(
         default=None, alias="eventPerTransaction", ge=1, le=JAVA_INT_MAX
     )
+    """OMB's shipped misspelling of ``eventsPerTransaction``, which OMB ignores; read as
+    ``eventsPerTransaction`` with a warning, and must agree with it when both are given."""
     enable_stream_auto_scaling: bool = Field(default=False, alias="enableStreamAutoScaling")
+    """OMB's: give each stream an auto-scaling policy by ``eventsPerSecond``, else
+    ``kbytesPerSecond`` (scale factor 2, at least ``partitionsPerTopic`` segments); false, or
+    neither set: ``partitionsPerTopic`` fixed segments."""
     events_per_second: int = Field(default=UNSET_RATE, alias="eventsPerSecond", le=JAVA_INT_MAX)
+    """OMB's auto-scaling target, in events/s per segment
+    (``auto_scaling_policy_by_event_rate``); -1: unset. Read with ``enableStreamAutoScaling``
+    only."""
     kbytes_per_second: int = Field(default=UNSET_RATE, alias="kbytesPerSecond", le=JAVA_INT_MAX)
+    """OMB's auto-scaling target, in KiB/s per segment (``auto_scaling_policy_by_data_rate``),
+    used when ``eventsPerSecond`` is unset; -1: unset."""
     create_scope: bool = Field(default=True, alias="createScope")
+    """OMB's: create the scope before the first stream (and delete it at the end when this run
+    made it and ``deleteStreams`` is true); false: the scope must exist."""
     delete_streams: bool = Field(default=True, alias="deleteStreams")
+    """OMB's: after the run, seal every stream and delete it with its reader groups; false:
+    streams are sealed and kept."""
 
     @field_validator("events_per_second", "kbytes_per_second")
     @classmethod

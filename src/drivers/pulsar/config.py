@@ -108,9 +108,14 @@ def _bare(name: str) -> str:
 
 class Persistence(_Section):
     ensemble_size: int = Field(default=3, alias="ensembleSize", ge=1)
+    """BookKeeper ensemble size of the namespace: the bookies each ledger is spread over."""
     write_quorum: int = Field(default=3, alias="writeQuorum", ge=1)
+    """BookKeeper write quorum of the namespace: the copies written of each entry."""
     ack_quorum: int = Field(default=2, alias="ackQuorum", ge=1)
+    """BookKeeper ack quorum of the namespace: the copies that must acknowledge an entry before
+    its write succeeds; at most ``writeQuorum``, itself at most ``ensembleSize``."""
     deduplication_enabled: bool = Field(default=False, alias="deduplicationEnabled")
+    """The namespace's message deduplication policy; off by default."""
 
     @model_validator(mode="after")
     def _quorums_fit(self) -> Persistence:
@@ -126,32 +131,67 @@ class Persistence(_Section):
 
 class Authentication(_Section):
     plugin: str | None = None
+    """The authentication plugin's class name (Java's, e.g.
+    ``org.apache.pulsar.client.impl.auth.AuthenticationToken``), given to
+    ``Authentication(plugin, data)``; unset: no authentication."""
     data: str | None = None
+    """The plugin's parameter string: ``token:XYZ`` or ``file:PATH`` for a token, a JSON object
+    for basic authentication; token and basic credentials go to the admin REST API too. Redacted
+    in output."""
 
     _blank = field_validator("plugin", "data", mode="before")(_blank_is_none)
 
 
 class ClientConfig(_Section):
     service_url: str = Field(alias="serviceUrl")
+    """The broker's ``pulsar://host:port`` URL (``pulsar+ssl://`` for TLS; several hosts
+    separated by commas), given to ``Client(service_url)``."""
     http_url: str | None = Field(default=None, alias="httpUrl")
+    """The admin REST API's ``http(s)://`` base URL, for the tenant, namespace, partitioned
+    topics and their deletion; unset or not answering: the broker auto-creates topics with its
+    own partition count."""
     client_memory_limit_mb: int = Field(default=256, alias="clientMemoryLimitMB", ge=0)
+    """OMB's client memory limit, in MB; the Python client cannot set it, so a value given is
+    warned about and not applied."""
     io_threads: int = Field(default=8, alias="ioThreads", ge=1)
+    """Threads for the client's network I/O (``io_threads``)."""
     listener_threads: int = Field(default=1, alias="listenerThreads", ge=1)
+    """Threads that run the consumers' message listeners, shared by a worker's consumers
+    (``message_listener_threads``); 1 by default, loadgen's (OMB: the CPU count)."""
     connections_per_broker: int = Field(default=8, alias="connectionsPerBroker", ge=1)
+    """OMB's connections per broker; the Python client cannot set it (it opens 1), so a value
+    given is warned about and not applied."""
     max_concurrent_lookup_requests: int = Field(
         default=1000, alias="maxConcurrentLookupRequests", ge=1
     )
+    """Topic lookups the client makes at once (``concurrent_lookup_requests``)."""
     operation_timeout_s: int = Field(default=30, alias="operationTimeoutSeconds", ge=1)
+    """Timeout of the client's operations (lookups, creating producers and consumers), in s
+    (``operation_timeout_seconds``); 30 by default, loadgen's (OMB: 600)."""
     namespace_prefix: str = Field(default="benchmark/ns", alias="namespacePrefix")
+    """``tenant/namespace`` prefix of the run's namespace, ``<prefix>-<7 random characters>``, in
+    which the topics are made."""
     cluster_name: str | None = Field(default=None, alias="clusterName")
+    """The cluster the tenant is allowed on (admin REST); unset: every cluster the admin API
+    lists."""
     topic_type: TopicType = Field(default=TopicType.PERSISTENT, alias="topicType")
+    """The topics' domain: ``persistent`` or ``non-persistent``."""
     persistence: Persistence = Field(default_factory=Persistence)
+    """OMB's namespace policies, set through the admin REST API; without it they are not applied
+    (warned about)."""
     tls_allow_insecure_connection: bool = Field(default=False, alias="tlsAllowInsecureConnection")
+    """Accept the broker's certificate without checking it (``tls_allow_insecure_connection``;
+    the admin REST requests too)."""
     tls_enable_hostname_verification: bool = Field(
         default=False, alias="tlsEnableHostnameVerification"
     )
+    """Check that the broker's certificate names its host (``tls_validate_hostname``; the admin
+    REST requests too)."""
     tls_trust_certs_file_path: str | None = Field(default=None, alias="tlsTrustCertsFilePath")
+    """CA certificates file for ``pulsar+ssl://`` (``tls_trust_certs_file_path``) and for
+    ``https://`` admin requests; unset: each client's default."""
     authentication: Authentication = Field(default_factory=Authentication)
+    """The client's authentication plugin and its data; unset: none."""
 
     _blank = field_validator(
         "http_url", "cluster_name", "tls_trust_certs_file_path", mode="before"
@@ -190,21 +230,39 @@ class ClientConfig(_Section):
 
 class ProducerConfig(_Section):
     batching_enabled: bool = Field(default=True, alias="batchingEnabled")
+    """Group messages into batches (``batching_enabled``)."""
     batching_max_publish_delay_ms: int = Field(default=1, alias="batchingMaxPublishDelayMs", ge=0)
+    """Longest a batch waits for more messages before it is sent, in ms
+    (``batching_max_publish_delay_ms``)."""
     batching_max_bytes: int = Field(default=1_048_576, alias="batchingMaxBytes", ge=1)
+    """Largest batch, in bytes (``batching_max_allowed_size_in_bytes``); 1 MiB by default."""
     batching_max_messages: int = Field(
         default=JAVA_INT_MAX, alias="batchingMaxMessages", ge=1, le=JAVA_INT_MAX
     )
+    """Most messages in a batch (``batching_max_messages``); OMB hard-codes 2^31-1, in effect no
+    limit."""
     batching_type: BatchingType = Field(default=BatchingType.DEFAULT, alias="batchingType")
+    """``default``, or ``key-based`` to batch the messages of each key apart (``batching_type``)."""
     batching_partition_switch_frequency: int | None = Field(
         default=None, alias="batchingPartitionSwitchFrequencyByPublishDelay", ge=1
     )
+    """With batching, a message without a key stays on one partition for N publish delays, then
+    moves on (the Java client's rule, one Python call per message); unset: the C++ client's
+    router, which moves at each publish delay or full batch."""
     block_if_queue_full: bool = Field(default=True, alias="blockIfQueueFull")
+    """A send to a full pending queue waits for room (``block_if_queue_full``); false: it fails,
+    counted as a publish error."""
     pending_queue_size: int = Field(default=0, alias="pendingQueueSize", ge=0)
+    """Most messages awaiting acknowledgement in a producer (``max_pending_messages``); 0:
+    unbounded."""
     max_pending_across_partitions: int = Field(
         default=50_000, alias="maxPendingMessagesAcrossPartitions", ge=1
     )
+    """Most messages awaiting acknowledgement over all partitions of a partitioned topic
+    (``max_pending_messages_across_partitions``)."""
     send_timeout_ms: int = Field(default=0, alias="sendTimeoutMs", ge=0)
+    """Time after which an unacknowledged send fails, in ms (``send_timeout_millis``); 0, OMB's
+    hard-coded value: never."""
 
     @field_validator("batching_type", mode="before")
     @classmethod
@@ -214,16 +272,25 @@ class ProducerConfig(_Section):
 
 class ConsumerConfig(_Section):
     receiver_queue_size: int = Field(default=10_000, alias="receiverQueueSize", ge=0)
+    """Messages the client prefetches per partition (``receiver_queue_size``)."""
     max_total_receiver_queue_size: int = Field(
         default=JAVA_INT_MAX, alias="maxTotalReceiverQueueSizeAcrossPartitions", ge=1
     )
+    """Cap on the prefetched messages over all partitions of a topic
+    (``max_total_receiver_queue_size_across_partitions``); 2^31-1, in effect none."""
     subscription_type: SubscriptionType = Field(
         default=SubscriptionType.FAILOVER, alias="subscriptionType"
     )
+    """How a subscription's consumers share its messages (``consumer_type``): ``Exclusive``,
+    ``Shared``, ``Failover`` or ``Key_Shared``."""
     ack_mode: AckMode = Field(default=AckMode.INDIVIDUAL, alias="ackMode")
+    """``individual``: each message is acknowledged; ``cumulative``: everything up to it (refused
+    on Shared and Key_Shared); ``batch-index``: individually, with ``batch_index_ack_enabled``."""
     initial_position: Literal["Latest", "Earliest"] = Field(
         default="Latest", alias="subscriptionInitialPosition"
     )
+    """Where a new subscription starts (``initial_position``): ``Latest``, or ``Earliest`` to
+    read what the topic already holds."""
 
     @field_validator("subscription_type", mode="before")
     @classmethod
@@ -253,8 +320,11 @@ class PulsarConfig(_Section):
     """The broker section of a Pulsar driver file (OMB's ``PulsarConfig``)."""
 
     client: ClientConfig
+    """OMB's ``client`` section: connection, TLS, authentication, admin REST and namespace."""
     producer: ProducerConfig = Field(default_factory=ProducerConfig)
+    """OMB's ``producer`` section: batching and pending queues."""
     consumer: ConsumerConfig = Field(default_factory=ConsumerConfig)
+    """OMB's ``consumer`` section: receiver queues, subscription type and acknowledgements."""
 
 
 NOT_SETTABLE = {

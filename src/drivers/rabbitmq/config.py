@@ -49,21 +49,49 @@ class RabbitMqConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     amqp_uris: list[str] = Field(alias="amqpUris", min_length=1)
+    """OMB's broker URIs, ``amqp://user:password@host:port/vhost`` or ``amqps://``; topics are
+    spread over them by CRC-32 of their name."""
     message_persistence: bool = Field(default=False, alias="messagePersistence")
+    """OMB's: publish persistent messages (delivery mode 2); false: transient ones."""
     queue_type: QueueType = Field(default=QueueType.CLASSIC, alias="queueType")
+    """OMB's type of every subscription queue (``x-queue-type``): ``CLASSIC``, ``QUORUM`` or
+    ``STREAM`` (which needs ``autoAck: false`` and a ``prefetch``)."""
     producer_creation_delay_ms: int = Field(default=100, alias="producerCreationDelay", ge=0)
+    """OMB's pause before each further batch of ``producerCreationBatchSize`` producers, in ms,
+    so connections do not all open at once; 0: none."""
     producer_creation_batch_size: int = Field(default=5, alias="producerCreationBatchSize", ge=1)
+    """OMB's number of producers created between two ``producerCreationDelay`` pauses."""
     consumer_creation_delay_ms: int = Field(default=100, alias="consumerCreationDelay", ge=0)
+    """OMB's pause before each further batch of ``consumerCreationBatchSize`` consumers, in ms;
+    0: none."""
     consumer_creation_batch_size: int = Field(default=5, alias="consumerCreationBatchSize", ge=1)
+    """OMB's number of consumers created between two ``consumerCreationDelay`` pauses."""
     exchange_type: ExchangeType = Field(default=ExchangeType.DIRECT, alias="exchangeType")
+    """The routing-key fork's exchange type of each topic: ``direct`` or ``topic``, with
+    partitions as routing keys, or OMB's ``fanout`` (one partition only)."""
     topic_prefix: str = Field(default="test-topic", alias="topicPrefix", min_length=1)
+    """The routing-key fork's prefix of the generated topic (exchange) names."""
     producers_per_connection: int = Field(default=1, alias="producersPerConnection", ge=1)
+    """loadgen's: how many producers share one connection, each on a channel of its own; 1: a
+    connection each."""
     consumers_per_connection: int = Field(default=1, alias="consumersPerConnection", ge=1)
+    """loadgen's: how many consumers share one connection, and so its I/O thread; 1: a connection
+    each."""
     confirms: bool = True
+    """loadgen's: publish in confirm mode, a message's publisher confirm being its
+    acknowledgement; false: a message counts as acknowledged once published."""
     max_in_flight: int = Field(default=1000, alias="maxInFlight", ge=1)
+    """loadgen's: the most unconfirmed messages per producer (with ``confirms``); a send beyond
+    it waits for a confirm."""
     mandatory: bool = True
+    """loadgen's: publish with the ``mandatory`` flag, so a message no queue is bound for comes
+    back and, with ``confirms``, counts as a send error."""
     prefetch: int = Field(default=1000, ge=0)
+    """loadgen's: unacknowledged deliveries per consumer channel (``basic.qos`` prefetch count),
+    the receiver-queue analogue; 0: unlimited."""
     auto_ack: bool = Field(default=False, alias="autoAck")
+    """loadgen's: true, the broker counts a message acknowledged on delivery (OMB's mode); false:
+    the consumer acks with ``multiple`` every ``prefetch``/2 messages and every 50 ms."""
     recovery_interval_ms: int = Field(default=1000, alias="recoveryIntervalMs", ge=0)
     """How often a dropped connection is reopened (the Java client's networkRecoveryInterval,
     5000 ms there); 0: never, a lost connection ends its producers and consumers."""

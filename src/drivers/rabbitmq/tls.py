@@ -30,9 +30,15 @@ class TlsSettings(BaseModel):
     cacertfile: str | None = None
     """CA bundle the server's certificate must chain to; the system's CAs when unset."""
     certfile: str | None = None
+    """Client certificate (PEM) presented to the node; unset: none."""
     keyfile: str | None = None
+    """The client certificate's private key (PEM); unset: read from ``certfile``."""
     verify: Literal["verify_peer", "verify_none"] = "verify_peer"
+    """``verify_peer`` checks the server's certificate; ``verify_none`` turns off certificate
+    checks altogether."""
     server_name_indication: str | None = None
+    """The name the server's certificate must carry, also sent as SNI; ``disable`` keeps the CA
+    check but not the name check; unset: the URI's host."""
 
 
 TLS_KEYS = tuple(TlsSettings.model_fields)

@@ -54,6 +54,7 @@ class ConsumerDelay(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     kind: Literal["fixed", "uniform", "exponential"]
+    """How the delays are drawn: ``fixed``, ``uniform`` or ``exponential``."""
     low_s: float = Field(ge=0)
     """The fixed delay, the uniform minimum, or the exponential mean."""
     high_s: float = Field(ge=0)

@@ -28,14 +28,19 @@ class SizeWeight(_Strict):
     """One entry of ``messageSizes``: ``size`` bytes, ``weight`` times in ``sum(weights)``."""
 
     size: int = Field(ge=1, le=MAX_MESSAGE_SIZE)
+    """A message size, in bytes."""
     weight: int = Field(default=1, ge=1, le=MAX_TOTAL_WEIGHT)
+    """How often ``size`` is sent relative to the other entries' weights (all 1, the default:
+    equally often)."""
 
 
 class SizeRange(_Strict):
     """``messageSizeRange``: every size from ``min`` to ``max`` bytes equally likely."""
 
     min: int = Field(ge=1, le=MAX_MESSAGE_SIZE)
+    """The smallest message size, in bytes (included)."""
     max: int = Field(ge=1, le=MAX_MESSAGE_SIZE)
+    """The largest message size, in bytes (included); not below ``min``."""
 
     @model_validator(mode="after")
     def _ordered(self) -> SizeRange:

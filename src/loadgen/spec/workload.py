@@ -63,24 +63,59 @@ class Workload(BaseModel):
     )
 
     name: str | None = None
+    """OMB's workload name: the result's ``workload`` and the start of its file name; unset, the
+    workload file's name without its extension."""
     topics: int = Field(default=0, ge=1)
+    """OMB's number of topics the run creates; must be given (OMB's default 0 is refused)."""
     partitions_per_topic: int = Field(default=0, alias="partitionsPerTopic", ge=1)
+    """OMB's number of partitions of each topic (RabbitMQ: routing keys and queues; Pravega:
+    stream segments); must be given."""
     key_distributor: KeyDistributor = Field(default=KeyDistributor.NO_KEY, alias="keyDistributor")
+    """OMB's message keys: ``NO_KEY`` (the default) sends none, ``KEY_ROUND_ROBIN`` cycles
+    through a pool of 10,000 random keys, ``RANDOM_NANO`` picks one of them by the send time's
+    nanoseconds."""
     message_size: int = Field(default=0, alias="messageSize", ge=1, le=MAX_MESSAGE_SIZE)
+    """OMB's payload size of each message, in bytes (``4KiB`` accepted); must be given, except
+    with ``messageSizes`` or ``messageSizeRange``, whose rounded mean it then is."""
     message_sizes: tuple[SizeWeight, ...] | None = Field(default=None, alias="messageSizes")
     """loadgen's extension: sizes with weights; ``messageSize`` is then their mean."""
     message_size_range: SizeRange | None = Field(default=None, alias="messageSizeRange")
     """loadgen's extension: sizes uniform in ``min..max``; ``messageSize`` is then the middle."""
     use_randomized_payloads: bool = Field(default=False, alias="useRandomizedPayloads")
+    """OMB's: send payloads from a pool of ``randomizedPayloadPoolSize`` generated ones
+    (``randomBytesRatio`` random bytes, then zeros) instead of ``payloadFile``; false without a
+    ``payloadFile``: fully random payloads."""
     random_bytes_ratio: float = Field(default=0.0, alias="randomBytesRatio", ge=0, le=1)
+    """OMB's share (0 to 1) of each generated payload that is random bytes, the rest zeros
+    (compressible); read with ``useRandomizedPayloads`` only, where the default 0 gives all-zero
+    payloads."""
     randomized_payload_pool_size: int = Field(default=0, alias="randomizedPayloadPoolSize", ge=0)
+    """OMB's number of payloads generated for ``useRandomizedPayloads`` (then at least 1), which
+    producers cycle through; a size-distribution pool has at least this many entries, and at
+    least 1024."""
     payload_file: str | None = Field(default=None, alias="payloadFile")
+    """OMB's file sent as every message's payload, exactly ``messageSize`` bytes long; a path
+    relative to the working directory, else to the workload file's folder. Not read with
+    ``useRandomizedPayloads``."""
     subscriptions_per_topic: int = Field(default=0, alias="subscriptionsPerTopic", ge=0)
+    """OMB's number of subscriptions (consumer groups) on each topic, each receiving every
+    message; 0: a producer-only run."""
     producers_per_topic: int = Field(default=0, alias="producersPerTopic", ge=0)
+    """OMB's number of producers on each topic (``producerRate`` is their total); 0: a
+    consumer-only run, which needs ``--existing-topics``."""
     consumer_per_subscription: int = Field(default=0, alias="consumerPerSubscription", ge=0)
+    """OMB's number of consumers on each subscription, sharing its messages as the driver's
+    subscription does (a Kafka group, Pulsar's ``subscriptionType``...)."""
     producer_rate: float = Field(default=0, alias="producerRate", ge=-1)
+    """OMB's target publish rate in msg/s, all producers together (``10k`` accepted); 0 or -1
+    (the default 0) without ``producerRateProfile``: OMB's search for the highest sustainable
+    rate."""
     consumer_backlog_size_gb: float = Field(default=0, alias="consumerBacklogSizeGB", ge=0)
+    """OMB's catch-up run: above 0, consumers pause until the subscriptions hold this many GiB
+    (of ``messageSize`` messages), then drain it; fractions allowed. 0: no backlog phase."""
     backlog_drain_ratio: float = Field(default=1.0, alias="backlogDrainRatio", gt=0, le=1)
+    """OMB's share of the backlog a catch-up drain must read: it ends once at most
+    max(1000, (1 - ratio) × the target backlog) messages remain; 1, the default, drains to 1000."""
     backlog_drain_timeout_s: float | None = Field(default=None, alias="backlogDrainTimeout")
     """loadgen's extension: the longest a catch-up drain may take (``5m``; ``forever``, 0,
     waits as OMB does); unset, ``--catch-up-timeout``."""
@@ -95,7 +130,12 @@ class Workload(BaseModel):
     """loadgen's extension: at most this many unacknowledged messages per producer (1 =
     synchronous publishing, as pulsar-perf's sync mode); unset, the open loop is unbounded."""
     test_duration_minutes: float = Field(default=0, alias="testDurationMinutes", gt=0)
+    """OMB's length of the measured phase, in minutes (fractions allowed; in a catch-up run, the
+    steady state after the drain); must be given: OMB's 0 (run forever) is refused.
+    ``--duration`` overrides it."""
     warmup_duration_minutes: float = Field(default=1, alias="warmupDurationMinutes", ge=0)
+    """OMB's warm-up before measurement, in minutes (default 1): measured, flagged and left out
+    of the aggregates. ``--warmup`` overrides it."""
     producer_rate_profile: tuple[RateSegment, ...] | None = Field(
         default=None, alias="producerRateProfile"
     )

@@ -80,7 +80,9 @@ def test_a_mixed_run_keeps_the_tailing_subscription_live(tmp_path):
     assert block["backlogMessages"] >= 10_000
     build = block["phases"]["build"]
     assert build["tailingReadRate"] == pytest.approx(build["publishRate"], rel=0.05)
-    assert build["catchUpReadRate"] < 0.01 * build["publishRate"]  # paused (deliveries in flight)
+    # paused: the deliveries in flight when it paused (1.68 % once in the pure-Python step),
+    # bounded as in the catch-up test above; unpaused it reads ~100 %
+    assert build["catchUpReadRate"] < 0.05 * build["publishRate"]
     drain = block["phases"]["drain"]
     assert drain["endToEndCatchUp"]["50pct"] > drain["endToEndTailing"]["50pct"]
     result = report.result

@@ -3,6 +3,7 @@ what the worker prepares for it."""
 
 import time
 
+import pytest
 from loadgen_drivers.memory import Driver
 
 from loadgen.base import hdr
@@ -34,3 +35,23 @@ def test_histogram_layouts_are_built_with_the_worker_not_in_its_first_snapshot()
     hdr.layout.cache_clear()
     LocalWorker(Driver.from_config(DriverSpec(name="mem", kind="memory")))
     assert hdr.layout.cache_info().currsize == len(hdr.HIGHEST_TRACKABLE_US)
+
+
+def test_a_snapshot_after_a_consumer_failed_to_start_counts_the_ones_that_did(monkeypatch):
+    """Ctrl-C or an error while consumers are created cuts the run short with a snapshot: the
+    subscription whose consumer never started must not be asked for in it."""
+    worker = LocalWorker(Driver.from_config(DriverSpec(name="mem", kind="memory")))
+    topic = worker.create_topics(1, 1)[0]
+    create = worker.driver.create_consumer
+
+    def second_fails(topic_name, subscription, on_message):
+        if subscription == "second":
+            raise KeyboardInterrupt
+        return create(topic_name, subscription, on_message)
+
+    monkeypatch.setattr(worker.driver, "create_consumer", second_fails)
+    with pytest.raises(KeyboardInterrupt):
+        worker.create_consumers([(topic, "first"), (topic, "second")])
+    stats = worker.snapshot(0, 1000, warmup=False)
+    assert stats.received == 0
+    assert worker.ledger.consumer_subscriptions == [(topic, "first")]

@@ -166,8 +166,6 @@ class LocalWorker:
         every message; without, the recorder is the callback itself."""
         for topic, subscription in subscriptions:
             receipts = self._receipts.get((topic, subscription)) or subscription_receipts()
-            if receipts is not None:
-                self._receipts[(topic, subscription)] = receipts
             recorder = ConsumerRecorder(receipts)
             if self._clocks is not None:
                 recorder.correct_clocks(self._clocks)
@@ -176,6 +174,8 @@ class LocalWorker:
             self._consumers.append(consumer)
             self._consumer_recorders.append(recorder)
             self.ledger.add_consumer(topic, subscription)
+            if receipts is not None:  # taken at a snapshot only once the ledger knows it
+                self._receipts[(topic, subscription)] = receipts
             self._catch_up.append(subscription in catch_up)
 
     def pause_catch_up(self, paused: bool) -> None:

@@ -21,18 +21,11 @@ HEADERS = [f"src/loadgen/engine/{name}.h" for name in ("_clock", "_column", "_id
 """What the modules include: the clocks, int conversion and the stamp prefix's layout (both);
 columns, the id map and the subscription's receipts (the recorders)."""
 
-DRIVERS = "loadgen_drivers"
-"""The drivers' import name; their folder is ``src/drivers``."""
-
 setup(
-    packages=[
-        *find_packages("src", include=["loadgen", "loadgen.*"]),
-        *(
-            DRIVERS + name.removeprefix("drivers")
-            for name in find_packages("src", include=["drivers", "drivers.*"])
-        ),
-    ],
-    package_dir={"": "src", DRIVERS: "src/drivers"},
+    packages=find_packages(
+        "src", include=["loadgen", "loadgen.*", "loadgen_drivers", "loadgen_drivers.*"]
+    ),
+    package_dir={"": "src"},
     ext_modules=[
         Extension(
             f"loadgen.engine.{name}",

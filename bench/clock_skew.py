@@ -29,10 +29,10 @@ from harness.faketime import INSTALL_HINT, faketime_installed, skewed_env
 from loadgen.distributed.placement import Placement
 from loadgen.distributed.spawn import announced_url, start_worker_process, stop_worker_processes
 from loadgen.driver_api.driver_spec import DriverSpec
-from loadgen.local_brokers.tansu import start_tansu
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import execute
 from loadgen.spec import Workload, load_yaml, parse_model
+from loadgen_drivers.kafka.local.tansu import start_tansu
 
 ONE_PARTITION = (
     Path(__file__).resolve().parents[1] / "configs/workloads/1-topic-1-partition-1kb.yaml"

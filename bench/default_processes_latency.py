@@ -19,9 +19,9 @@ import workloads
 from loadgen.distributed.placement import Placement
 from loadgen.distributed.sizing import cpus_here
 from loadgen.driver_api.driver_spec import DriverSpec
-from loadgen.local_brokers.tansu import start_tansu
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import execute
+from loadgen_drivers.kafka.local.tansu import start_tansu
 
 
 def one_run(placement: Placement, rate: float, seconds: float) -> dict:

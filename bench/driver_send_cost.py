@@ -99,14 +99,14 @@ def run_side(side: str, source: Path, args: dict) -> dict:
 
 def start_broker(kind: str):
     if kind == "kafka":
-        from loadgen.local_brokers.tansu import start_tansu
+        from loadgen_drivers.kafka.local.tansu import start_tansu
 
         return start_tansu()
     if kind == "pulsar":
-        from loadgen.local_brokers.pulsar import start_pulsar_lite
+        from loadgen_drivers.pulsar.local.lite import start_pulsar_lite
 
         return start_pulsar_lite(default_partitions=PARTITIONS)
-    from loadgen.local_brokers.rabbitmq import start_rabbitmq
+    from loadgen_drivers.rabbitmq.local.server import start_rabbitmq
 
     return start_rabbitmq()
 

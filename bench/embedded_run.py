@@ -21,7 +21,7 @@ import time
 def one_round(seconds: float, rate: int) -> dict[str, float]:
     started = time.perf_counter()
     import loadgen
-    from loadgen.local_brokers.tansu import start_tansu
+    from loadgen_drivers.kafka.local.tansu import start_tansu
 
     steps = {"import": time.perf_counter() - started}
     mark = time.perf_counter()

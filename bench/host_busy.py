@@ -22,12 +22,12 @@ from collections.abc import Callable
 import workloads
 from loadgen.distributed.placement import Placement
 from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.local.process import LocalBroker
 from loadgen.engine.stats import measured_intervals, sent_per_second
-from loadgen.local_brokers.launch import LocalBroker
-from loadgen.local_brokers.rabbitmq import start_rabbitmq
-from loadgen.local_brokers.tansu import start_tansu
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import execute
+from loadgen_drivers.kafka.local.tansu import start_tansu
+from loadgen_drivers.rabbitmq.local.server import start_rabbitmq
 
 HOG = "while True: pass"
 STARTERS: dict[str, Callable[[], LocalBroker]] = {"rabbitmq": start_rabbitmq, "kafka": start_tansu}

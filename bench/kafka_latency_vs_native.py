@@ -36,7 +36,7 @@ from pathlib import Path
 import yaml
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from loadgen.local_brokers.tansu import start_tansu
+from loadgen_drivers.kafka.local.tansu import start_tansu
 
 PRODUCER = {"acks": "all", "linger.ms": "5", "batch.size": "131072"}
 CONSUMER = {"fetch.wait.max.ms": "5"}

@@ -68,7 +68,7 @@ def main() -> None:
 
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from loadgen.local_brokers.tansu import start_tansu
+    from loadgen_drivers.kafka.local.tansu import start_tansu
 
     broker = start_tansu()
     admin = AdminClient({"bootstrap.servers": broker.address})

@@ -157,7 +157,7 @@ def main() -> None:
     codes = dict(item.split("=", 1) for item in args.code)
     master, pids, cluster = "local[*]", [], None
     if args.standalone:
-        from loadgen.local_brokers.spark import start_spark_cluster, stop_cluster
+        from loadgen.pipeline.local_cluster import start_spark_cluster, stop_cluster
 
         cluster = start_spark_cluster(workers=1)
         master, pids = cluster.address, [cluster.pid, *cluster.helper_pids]

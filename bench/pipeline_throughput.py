@@ -232,7 +232,7 @@ def main() -> None:
     cluster = None
     if args.standalone:
         sys.path.insert(0, str(REPO / "src"))
-        from loadgen.local_brokers.spark import start_spark_cluster
+        from loadgen.pipeline.local_cluster import start_spark_cluster
 
         cluster = start_spark_cluster(workers=args.standalone)
         masters.append(cluster.address)
@@ -272,7 +272,7 @@ def main() -> None:
                 )
     finally:
         if cluster is not None:
-            from loadgen.local_brokers.spark import stop_cluster
+            from loadgen.pipeline.local_cluster import stop_cluster
 
             stop_cluster(cluster)
         shutil.rmtree(base, ignore_errors=True)

@@ -3,7 +3,7 @@
 Usage: python bench/pravega_producer_vs_bare.py [--seconds 5] [--rounds 5] [--size 1024]
        [--window 1000] [--cpu N] [--sides bare,loadgen,run] [--no-held]
 
-Starts loadgen's local Pravega (:mod:`loadgen.local_brokers.pravega`: controller and segment store
+Starts loadgen's local Pravega (:mod:`loadgen_drivers.pravega.local`: controller and segment store
 in
 one Python process, in memory, at most 1 GiB of event data) and makes scope ``bench``, then
 rotates A (bare loop), B (loadgen: ProducerLoop + recorder + Pravega driver + per-second
@@ -45,8 +45,6 @@ from typing import Any
 
 import pravega_client
 import psutil
-from loadgen_drivers.pravega import Driver
-from loadgen_drivers.pravega.events import routing_key
 
 import ab
 from loadgen.driver_api import TopicSpec
@@ -54,6 +52,8 @@ from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine.keys import key_pool
 from loadgen.engine.local_worker import LocalWorker
 from loadgen.running.stop import exit_at_once
+from loadgen_drivers.pravega import Driver
+from loadgen_drivers.pravega.events import routing_key
 
 SCOPE = "bench"
 SEGMENTS = 16
@@ -282,7 +282,7 @@ def main() -> None:
     if known.window < 1:
         sys.exit("--window must be at least 1")
 
-    from loadgen.local_brokers.pravega.launch import start_local_pravega
+    from loadgen_drivers.pravega.local.launch import start_local_pravega
 
     broker = start_local_pravega()
     try:

@@ -16,8 +16,8 @@ import subprocess
 import sys
 import time
 
-from loadgen.local_brokers.rabbitmq import rabbitmq_installed, start_rabbitmq
-from loadgen.local_brokers.tansu import start_tansu
+from loadgen_drivers.kafka.local.tansu import start_tansu
+from loadgen_drivers.rabbitmq.local.server import rabbitmq_installed, start_rabbitmq
 
 
 def first_line_seconds(url: str) -> float:

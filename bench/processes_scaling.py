@@ -69,13 +69,13 @@ def main() -> None:
     args = parser.parse_args()
     with ExitStack() as stack:
         if args.driver == "kafka":
-            from loadgen.local_brokers.tansu import start_tansu
+            from loadgen_drivers.kafka.local.tansu import start_tansu
 
             broker = start_tansu()
             stack.callback(broker.stop)
             spec = DriverSpec(name="Kafka", kind="kafka", config=broker.driver_config)
         elif args.driver == "pulsar":
-            from loadgen.local_brokers.pulsar import start_pulsar_lite
+            from loadgen_drivers.pulsar.local.lite import start_pulsar_lite
 
             broker = start_pulsar_lite()
             stack.callback(broker.stop)

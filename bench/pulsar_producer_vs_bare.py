@@ -162,7 +162,7 @@ def main() -> None:
     sys.argv = [sys.argv[0], *rest]  # the rest are ab's arguments
     args = ab.parse_args(seconds=10, rounds=3)
 
-    from loadgen.local_brokers.pulsar import start_pulsar_lite
+    from loadgen_drivers.pulsar.local.lite import start_pulsar_lite
 
     broker = start_pulsar_lite(default_partitions=PARTITIONS)
     url = broker.driver_config["client"]["serviceUrl"]

@@ -134,7 +134,7 @@ def main() -> None:
         print(json.dumps(child(args.child, args.slice, args.pairs, args.size, args.cpu)))
         return
 
-    from loadgen.local_brokers.pulsar import start_pulsar_lite
+    from loadgen_drivers.pulsar.local.lite import start_pulsar_lite
 
     broker = start_pulsar_lite(default_partitions=PARTITIONS)
     url = broker.driver_config["client"]["serviceUrl"]

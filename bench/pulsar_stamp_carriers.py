@@ -21,12 +21,12 @@ from binascii import b2a_base64
 from collections.abc import Callable
 
 import pulsar
-from loadgen_drivers.pulsar.stamp import STAMP_PROPERTY
 
 from ab import cpu_seconds
 from loadgen.base.cpus import pin, usable_cpus
 from loadgen.driver_api import STAMP
 from loadgen.driver_api.stamp import PREFIX_MARK, PREFIXED
+from loadgen_drivers.pulsar.stamp import STAMP_PROPERTY
 from pulsar_producer_vs_bare import bare_producer
 
 MessageBuilder = pulsar._pulsar.MessageBuilder
@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--cpu", type=int, default=1)
     options = parser.parse_args()
-    from loadgen.local_brokers.pulsar import start_pulsar_lite
+    from loadgen_drivers.pulsar.local.lite import start_pulsar_lite
 
     broker = start_pulsar_lite(default_partitions=16)
     try:

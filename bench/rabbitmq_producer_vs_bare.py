@@ -115,7 +115,7 @@ def remove(uri: str, topic: str, queues: list[str]) -> None:
 def main() -> None:
     args = ab.parse_args(seconds=5, rounds=5)
 
-    from loadgen.local_brokers.rabbitmq import start_rabbitmq
+    from loadgen_drivers.rabbitmq.local.server import start_rabbitmq
 
     broker = start_rabbitmq()
     uri = broker.driver_config["amqpUris"][0]

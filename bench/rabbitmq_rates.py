@@ -20,10 +20,10 @@ import psutil
 
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine.stats import measured_intervals, sent_per_second
-from loadgen.local_brokers.rabbitmq import start_rabbitmq
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import run_one
 from loadgen.spec import Workload, load_yaml, parse_model
+from loadgen_drivers.rabbitmq.local.server import start_rabbitmq
 
 CLASSIC_WORKLOAD = (
     Path(__file__).resolve().parents[1] / "configs/workloads/1-topic-16-partitions-1kb-10k.yaml"

@@ -45,8 +45,8 @@ from typing import Any
 
 import yaml
 
-from loadgen.local_brokers import catalogue
-from loadgen.local_brokers.launch import LocalBroker
+from loadgen.driver_api.local.process import LocalBroker
+from loadgen.local_brokers import launcher
 
 
 def rss_mb(pid: int) -> float:
@@ -275,7 +275,7 @@ def growth(
 
 def main() -> int:
     args = arguments()
-    broker = catalogue.start(args.broker)
+    broker = launcher.start(args.broker)
     folder = Path(tempfile.mkdtemp(prefix=f"loadgen-soak-{os.getpid()}-"))
     workload, driver = files(folder, broker, args)
     command = [sys.executable, "-m", "loadgen", "run", "-d", str(driver), str(workload)]

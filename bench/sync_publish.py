@@ -17,9 +17,9 @@ import statistics
 import loadgen
 import workloads
 from loadgen.driver_api.driver_spec import DriverSpec
-from loadgen.local_brokers.pulsar import start_pulsar_lite
-from loadgen.local_brokers.tansu import start_tansu
 from loadgen.spec import Workload
+from loadgen_drivers.kafka.local.tansu import start_tansu
+from loadgen_drivers.pulsar.local.lite import start_pulsar_lite
 
 
 def workload(rate: float, window: int | None) -> Workload:

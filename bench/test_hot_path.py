@@ -8,12 +8,12 @@ from time import perf_counter_ns
 import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
-from loadgen_drivers.memory import Driver
 
 from loadgen.base import hdr
 from loadgen.driver_api import TopicSpec
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine import recorder as recorders
+from loadgen_drivers.memory import Driver
 
 VALUES_NS = (np.random.default_rng(1).lognormal(7.6, 1.0, 100_000) * 1000).astype(np.int64)
 

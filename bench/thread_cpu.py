@@ -35,7 +35,7 @@ import yaml
 
 import ab
 from loadgen.driver_api import TopicSpec
-from loadgen.local_brokers.tansu import start_tansu
+from loadgen_drivers.kafka.local.tansu import start_tansu
 
 HOT = ("producer-loop", "memory-consumer", "kafka-consumer-", "rdk:")
 """Thread names (prefixes) that do the sending and receiving: the client's work, not loadgen's

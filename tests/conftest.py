@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.timing import SilentPort, start_up_seconds
-from loadgen.local_brokers.certs import CertSet, make_certs, openssl_installed
+from loadgen.driver_api.local.certs import CertSet, make_certs, openssl_installed
 from loadgen.pytest_plugin.require import unavailable
 
 os.environ["LOADGEN_CALIBRATION"] = str(Path(tempfile.gettempdir()) / "loadgen-tests-uncalibrated")

@@ -18,9 +18,9 @@ from loadgen.distributed.placement import Placement
 from loadgen.driver_api import load_driver_class
 from loadgen.driver_api.driver_file import load_driver_spec
 from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.local.process import LocalBroker
 from loadgen.engine.listeners import OnInterval
 from loadgen.engine.stats import IntervalStats
-from loadgen.local_brokers.launch import LocalBroker
 from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import DEFAULT_HOST as DEFAULT_METRICS_HOST
 from loadgen.metrics.endpoint import serving
@@ -115,7 +115,7 @@ def run(
     r"""Run one workload against one broker and return what was measured.
 
     ``workload`` and ``driver`` may be objects built here, mappings of YAML fields, paths to
-    YAML files, or (for ``driver``) a :class:`~loadgen.local_brokers.launch.LocalBroker`.
+    YAML files, or (for ``driver``) a :class:`~loadgen.driver_api.local.process.LocalBroker`.
     ``duration``/``warmup`` override the workload's minutes. A run cut short (a broker error
     mid-run, Ctrl-C) raises :class:`~loadgen.base.errors.RunAborted` whose ``partial`` attribute
     holds the Result of what was measured. ``pipeline`` lands every interval in that directory

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.driver_api.local.process import free_port, process_alive
 from loadgen.engine.stats import METRICS
-from loadgen.local_brokers.launch import free_port, process_alive
-from loadgen.local_brokers.rabbitmq import rabbitmq_installed
 from loadgen.pytest_plugin.require import unavailable
+from loadgen_drivers.rabbitmq.local.server import rabbitmq_installed
 
 pytestmark = pytest.mark.e2e
 

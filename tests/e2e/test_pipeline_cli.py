@@ -29,8 +29,8 @@ import pytest
 from loadgen.base import hdr
 from loadgen.base.errors import LoadgenError
 from loadgen.engine.stats import END_TO_END, METRICS, PUBLISH, PUBLISH_DELAY, IntervalStats
-from loadgen.local_brokers.spark import start_spark_cluster, stop_cluster
 from loadgen.pipeline.landing import LandingWriter, RunIdentity
+from loadgen.pipeline.local_cluster import start_spark_cluster, stop_cluster
 from loadgen.pipeline.query import register_tables, run_sql
 from loadgen.pytest_plugin.require import unavailable
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from loadgen.distributed.spawn import announced_url, start_worker_process, stop_worker_processes
-from loadgen.local_brokers.launch import free_port
+from loadgen.driver_api.local.process import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from harness.timing import Watch, run_watched
-from loadgen.local_brokers.launch import free_port
+from loadgen.driver_api.local.process import free_port
 
 pytestmark = pytest.mark.e2e
 

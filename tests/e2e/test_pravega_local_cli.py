@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.local_brokers.launch import free_port
+from loadgen.driver_api.local.process import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from harness.timing import run_watched
-from loadgen.local_brokers.launch import free_port
+from loadgen.driver_api.local.process import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ from test_cli import loadgen  # the e2e modules' one way to run the CLI
 from harness.timing import run_watched
 from loadgen.distributed.client import RETRY_PAUSE_S
 from loadgen.distributed.spawn import announced_url, start_worker_process, stop_worker_processes
-from loadgen.local_brokers.launch import free_port
+from loadgen.driver_api.local.process import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -19,15 +19,15 @@ import pytest
 import yaml
 
 from loadgen.base.errors import LoadgenError, MissingExtra
-from loadgen.local_brokers.pulsar import start_pulsar_lite
-from loadgen.local_brokers.rabbitmq import (
+from loadgen.pytest_plugin.require import unavailable
+from loadgen_drivers.kafka.local.tansu import SESSION_OUTLASTING_AN_OUTAGE, start_tansu
+from loadgen_drivers.pulsar.local.lite import start_pulsar_lite
+from loadgen_drivers.rabbitmq.local.server import (
     INSTALL_HINT,
     rabbitmq_installed,
     rabbitmqctl,
     start_rabbitmq,
 )
-from loadgen.local_brokers.tansu import SESSION_OUTLASTING_AN_OUTAGE, start_tansu
-from loadgen.pytest_plugin.require import unavailable
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 

@@ -18,9 +18,9 @@ import yaml
 from loadgen.distributed.server import _Routes, make_app
 from loadgen.distributed.service import WorkerService
 from loadgen.distributed.spawn import announced_url, start_worker_process, stop_worker_processes
-from loadgen.local_brokers.rabbitmq import rabbitmqctl
 from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import serving
+from loadgen_drivers.rabbitmq.local.server import rabbitmqctl
 
 TOKEN = secrets.token_urlsafe(16)
 WORKLOAD = {

@@ -20,14 +20,14 @@ import yaml
 from harness.proxy import TcpProxy
 from harness.timing import run_watched
 from loadgen.base.errors import LoadgenError, MissingExtra
-from loadgen.local_brokers.launch import free_port
-from loadgen.local_brokers.tansu import (
+from loadgen.driver_api.local.process import free_port
+from loadgen.pytest_plugin.require import unavailable
+from loadgen.running.scenarios.tailing import SILENT_BROKER_TEARDOWN_S
+from loadgen_drivers.kafka.local.tansu import (
     SESSION_OUTLASTING_AN_OUTAGE,
     start_tansu,
     tansu_driver_config,
 )
-from loadgen.pytest_plugin.require import unavailable
-from loadgen.running.scenarios.tailing import SILENT_BROKER_TEARDOWN_S
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ import socket
 import ssl
 import threading
 
-from loadgen.local_brokers.certs import CertSet
+from loadgen.driver_api.local.certs import CertSet
 
 NO_CLIENT_CERT = ""
 

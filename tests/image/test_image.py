@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from loadgen.driver_api.driver_file import load_driver_spec
-from loadgen.local_brokers.launch import free_port, port_open
-from loadgen.local_brokers.tansu import tansu_driver_config
+from loadgen.driver_api.local.process import free_port, port_open
 from loadgen.spec import load_yaml
+from loadgen_drivers.kafka.local.tansu import tansu_driver_config
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(600)]
 

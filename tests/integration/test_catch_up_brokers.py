@@ -3,7 +3,7 @@ and one whose backlog cannot drain in its time: what is left is unread, not lost
 
 Kafka's larger catch-up and mixed runs are in test_scenarios_kafka.py; here each driver's
 pause/resume goes through the whole scenario once (pulsar-lite with its fixture's settings,
-see loadgen.local_brokers.pulsar).
+see loadgen_drivers.pulsar.local.lite).
 """
 
 import time

@@ -16,9 +16,9 @@ from loadgen.distributed.placement import Placement
 from loadgen.distributed.spawn import local_workers
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine.stats import END_TO_END, METRICS, PUBLISH, measured_intervals, merge_all
-from loadgen.local_brokers.rabbitmq import rabbitmqctl
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import execute
+from loadgen_drivers.rabbitmq.local.server import rabbitmqctl
 
 pytestmark = pytest.mark.integration
 

@@ -6,13 +6,13 @@ import uuid
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from loadgen_drivers.kafka import Driver
-from loadgen_drivers.kafka.driver import _start_positions
 
 from loadgen.base.errors import BrokerUnreachable
 from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.driver_api.stamp import PREFIX_MARK, PREFIXED
+from loadgen_drivers.kafka import Driver
+from loadgen_drivers.kafka.driver import _start_positions
 
 pytestmark = pytest.mark.integration
 

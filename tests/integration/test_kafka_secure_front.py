@@ -22,15 +22,15 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from loadgen_drivers.kafka.config import parse_properties, to_librdkafka
 
 from loadgen.base.errors import LoadgenError, MissingExtra
-from loadgen.local_brokers.certs import expired_server, make_certs, openssl_installed
-from loadgen.local_brokers.kafka_secure import start_secure_kafka
-from loadgen.local_brokers.launch import LocalBroker
-from loadgen.local_brokers.scram import ScramError, ScramServer, make_credential
-from loadgen.local_brokers.secured import CA_NAME
+from loadgen.driver_api.local.certs import expired_server, make_certs, openssl_installed
+from loadgen.driver_api.local.process import LocalBroker
+from loadgen.driver_api.local.secured import CA_NAME
 from loadgen.pytest_plugin.require import unavailable
+from loadgen_drivers.kafka.config import parse_properties, to_librdkafka
+from loadgen_drivers.kafka.local.scram import ScramError, ScramServer, make_credential
+from loadgen_drivers.kafka.local.secure import start_secure_kafka
 
 pytestmark = pytest.mark.integration
 

@@ -14,10 +14,10 @@ import time
 import pytest
 import yaml
 from confluent_kafka import Producer
-from loadgen_drivers.kafka.config import to_librdkafka
 
 from harness.tls_server import TlsServer
-from loadgen.local_brokers.certs import make_certs
+from loadgen.driver_api.local.certs import make_certs
+from loadgen_drivers.kafka.config import to_librdkafka
 
 HANDSHAKE_TIMEOUT_S = 10.0
 

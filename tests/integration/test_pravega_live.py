@@ -8,9 +8,9 @@ import os
 import secrets
 
 import pytest
-from loadgen_drivers.pravega.client import open_manager
 
 import loadgen
+from loadgen_drivers.pravega.client import open_manager
 
 pytestmark = pytest.mark.integration
 

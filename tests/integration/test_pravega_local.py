@@ -1,6 +1,6 @@
 """The Pravega driver's whole life cycle against loadgen's local Pravega, through the real client.
 
-The local Pravega (loadgen.local_brokers.pravega) speaks the controller's gRPC and the segment
+The local Pravega (loadgen_drivers.pravega.local) speaks the controller's gRPC and the segment
 store's
 wire protocol to the ``pravega`` client; what it does not model is in docs/drivers/pravega-local.md.
 """
@@ -15,9 +15,6 @@ import time
 import uuid
 
 import pytest
-from loadgen_drivers.pravega import Driver
-from loadgen_drivers.pravega.client import open_manager
-from loadgen_drivers.pravega.events import clean_name
 
 import loadgen
 from loadgen.distributed.placement import Placement
@@ -26,6 +23,9 @@ from loadgen.driver_api import TopicSpec
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import execute, run_one
+from loadgen_drivers.pravega import Driver
+from loadgen_drivers.pravega.client import open_manager
+from loadgen_drivers.pravega.events import clean_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

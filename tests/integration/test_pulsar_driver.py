@@ -21,15 +21,15 @@ from typing import ClassVar
 
 import pulsar
 import pytest
-from loadgen_drivers.pulsar.consumer import partition_of
-from loadgen_drivers.pulsar.stamp import STAMP_PROPERTY
 
 from loadgen.base.errors import BrokerUnreachable
 from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec, open_driver
 from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.local.process import free_port
 from loadgen.driver_api.stamp import PREFIX_MARK, PREFIXED
-from loadgen.local_brokers.launch import free_port
-from loadgen.local_brokers.pulsar import start_pulsar_lite
+from loadgen_drivers.pulsar.consumer import partition_of
+from loadgen_drivers.pulsar.local.lite import start_pulsar_lite
+from loadgen_drivers.pulsar.stamp import STAMP_PROPERTY
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The secured Pulsar endpoint (pulsar-lite behind loadgen.local_brokers.pulsar_front) as the real
+"""The secured Pulsar endpoint (pulsar-lite behind loadgen_drivers.pulsar.local.front) as the real
 client sees it: TLS, token authentication, lookups that keep the client on the TLS listener.
 
 What pulsar-client reports, measured here: a refused token is no ``AuthenticationError``. The
@@ -20,12 +20,12 @@ import pytest
 from loadgen.base.errors import MissingExtra
 from loadgen.base.protobuf_wire import LENGTH, VARINT, Field, first, message, text
 from loadgen.driver_api.driver_file import load_driver_spec
+from loadgen.driver_api.local.certs import expired_server, make_certs, openssl_installed
 from loadgen.driver_api.validation import validate_file
-from loadgen.local_brokers import pulsar_commands as commands
-from loadgen.local_brokers.certs import expired_server, make_certs, openssl_installed
-from loadgen.local_brokers.jwt_hs256 import TokenError, make_token, new_secret, verify_token
-from loadgen.local_brokers.pulsar_secure import SECRET_FILE, start_secure_pulsar
 from loadgen.pytest_plugin.require import unavailable
+from loadgen_drivers.pulsar.local import commands
+from loadgen_drivers.pulsar.local.jwt_hs256 import TokenError, make_token, new_secret, verify_token
+from loadgen_drivers.pulsar.local.secure import SECRET_FILE, start_secure_pulsar
 
 try:
     import pulsar

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from harness.tls_server import NO_CLIENT_CERT, TlsServer
-from loadgen.local_brokers.certs import make_certs
+from loadgen.driver_api.local.certs import make_certs
 from loadgen.spec import parse_model
 
 pulsar = pytest.importorskip("pulsar")

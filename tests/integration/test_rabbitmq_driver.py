@@ -5,14 +5,14 @@ import time
 
 import pika
 import pytest
-from loadgen_drivers.rabbitmq.topology import key_partition, queue_names
 
 from loadgen.base.errors import BrokerLoginRefused, BrokerUnreachable, DriverError
 from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec, open_driver
 from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.local.process import free_port
 from loadgen.engine.keys import key_source
-from loadgen.local_brokers.launch import free_port
-from loadgen.local_brokers.rabbitmq import rabbitmqctl
+from loadgen_drivers.rabbitmq.local.server import rabbitmqctl
+from loadgen_drivers.rabbitmq.topology import key_partition, queue_names
 
 pytestmark = pytest.mark.integration
 

@@ -13,10 +13,10 @@ from urllib.parse import quote
 import pytest
 import yaml
 
-from loadgen.local_brokers.certs import make_certs
-from loadgen.local_brokers.launch import free_port
-from loadgen.local_brokers.rabbitmq import TlsListener, rabbitmq_installed, start_rabbitmq
+from loadgen.driver_api.local.certs import make_certs
+from loadgen.driver_api.local.process import free_port
 from loadgen.pytest_plugin.require import unavailable
+from loadgen_drivers.rabbitmq.local.server import TlsListener, rabbitmq_installed, start_rabbitmq
 
 pytestmark = pytest.mark.integration
 

@@ -19,12 +19,12 @@ import pytest
 import yaml
 
 from loadgen.base.errors import MissingExtra
-from loadgen.local_brokers.certs import expired_server, make_certs, openssl_installed
-from loadgen.local_brokers.jwt_hs256 import make_token, new_secret
-from loadgen.local_brokers.kafka_secure import start_secure_kafka
-from loadgen.local_brokers.launch import free_port
-from loadgen.local_brokers.pulsar_secure import start_secure_pulsar
+from loadgen.driver_api.local.certs import expired_server, make_certs, openssl_installed
+from loadgen.driver_api.local.process import free_port
 from loadgen.pytest_plugin.require import unavailable
+from loadgen_drivers.kafka.local.secure import start_secure_kafka
+from loadgen_drivers.pulsar.local.jwt_hs256 import make_token, new_secret
+from loadgen_drivers.pulsar.local.secure import start_secure_pulsar
 
 pytestmark = pytest.mark.integration
 

@@ -9,13 +9,13 @@ import dataclasses
 import threading
 
 import pytest
-from loadgen_drivers.kafka import driver as kafka_driver
-from loadgen_drivers.pulsar import producer as pulsar_producer
-from loadgen_drivers.rabbitmq import producer as rabbitmq_producer
 
 import loadgen
 from loadgen.driver_api import ACK
 from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen_drivers.kafka import driver as kafka_driver
+from loadgen_drivers.pulsar import producer as pulsar_producer
+from loadgen_drivers.rabbitmq import producer as rabbitmq_producer
 
 pytestmark = pytest.mark.integration
 

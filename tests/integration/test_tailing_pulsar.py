@@ -3,16 +3,16 @@
 Half a minute, not OMB's one: holding the rate within 1 %, receiving every message once and
 accounting for what the broker still holds mean the same over three 10-s periods as over six.
 
-pulsar-lite's limits shape the settings (loadgen.local_brokers.pulsar): Shared subscriptions (its
-Exclusive/Failover ones deliver duplicates), receiver queues of 200 (a partitioned catch-up
-stalls with larger ones), and a new Earliest subscription instead of seek (broken). Its
-partition count is broker-wide: the fixture's broker makes 16 partitions per topic.
+pulsar-lite's limits shape the settings (loadgen_drivers.pulsar.local.lite): Shared
+subscriptions (its Exclusive/Failover ones deliver duplicates), receiver queues of 200 (a
+partitioned catch-up stalls with larger ones), and a new Earliest subscription instead of seek
+(broken). Its partition count is broker-wide: the fixture's broker makes 16 partitions per topic.
 
 pulsar-lite sometimes leaves the last entries of a partition undispatched until the next publish
 on that partition or a new consumer on the subscription; a run's final messages can then miss
 the drain (8 of 331,846 once in CI; reproduced with a bare client while the broker was frozen
 for tens of milliseconds at a time). The fixture's broker has the write-buffer mark that makes
-it rarer (loadgen.local_brokers.pulsar). After the run a new consumer on the run's subscription
+it rarer (loadgen_drivers.pulsar.local.lite). After the run a new consumer on the run's subscription
 reads
 what the broker still holds: every message was received by loadgen or is held there, and
 loadgen's result counts those it did not receive as lost.
@@ -23,15 +23,15 @@ from dataclasses import dataclass
 
 import pulsar
 import pytest
-from loadgen_drivers.pulsar import consumer as pulsar_consumer
-from loadgen_drivers.pulsar.stamp import read_stamp
 
 from loadgen.driver_api import TopicSpec, open_driver
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine.stats import measured_intervals, sent_per_second
-from loadgen.local_brokers.pulsar import start_pulsar_lite
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import run_one
+from loadgen_drivers.pulsar import consumer as pulsar_consumer
+from loadgen_drivers.pulsar.local.lite import start_pulsar_lite
+from loadgen_drivers.pulsar.stamp import read_stamp
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ import pytest
 
 from harness.rates import judge_rate, skip_if_host_busy
 from loadgen.engine.stats import measured_intervals, sent_per_second
-from loadgen.local_brokers.rabbitmq import rabbitmqctl
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import run_one
+from loadgen_drivers.rabbitmq.local.server import rabbitmqctl
 
 pytestmark = pytest.mark.integration
 

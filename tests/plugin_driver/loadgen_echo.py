@@ -7,10 +7,9 @@ its client distribution: this package itself, a local broker) and inherits the r
 import sys
 from pathlib import Path
 
-from loadgen_drivers.memory import Driver as MemoryDriver
-
 from loadgen.driver_api import LocalStarter
-from loadgen.local_brokers.launch import LocalBroker, await_listening, claim, spawn_logged
+from loadgen.driver_api.local.process import LocalBroker, await_listening, claim, spawn_logged
+from loadgen_drivers.memory import Driver as MemoryDriver
 
 
 def start_echo_broker(

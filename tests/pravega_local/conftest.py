@@ -2,7 +2,7 @@
 
 import pytest
 
-from loadgen.local_brokers.pravega.launch import start_local_pravega
+from loadgen_drivers.pravega.local.launch import start_local_pravega
 
 
 @pytest.fixture(scope="session")

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from loadgen.local_brokers.pravega.segment_store import serve_segment_store
-from loadgen.local_brokers.pravega.segments import KEY_NO_VERSION, KEY_NOT_EXISTS, Segments
-from loadgen.local_brokers.pravega.wire_commands import (
+from loadgen_drivers.pravega.local.segment_store import serve_segment_store
+from loadgen_drivers.pravega.local.segments import KEY_NO_VERSION, KEY_NOT_EXISTS, Segments
+from loadgen_drivers.pravega.local.wire_commands import (
     NULL_ATTRIBUTE_VALUE,
     Command,
     decode,
     encode,
 )
-from loadgen.local_brokers.pravega.wire_format import WireTableKey, read_frame
+from loadgen_drivers.pravega.local.wire_format import WireTableKey, read_frame
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -149,7 +149,7 @@ def test_reads_report_truncation_the_sealed_end_and_missing_segments():
 
 
 def test_an_idle_tail_read_answers_empty_after_its_wait(monkeypatch):
-    monkeypatch.setattr("loadgen.local_brokers.pravega.segment_requests.TAIL_WAIT_S", 0.2)
+    monkeypatch.setattr("loadgen_drivers.pravega.local.segment_requests.TAIL_WAIT_S", 0.2)
 
     async def scenario(segments, connect, server) -> None:
         segments.create(SEGMENT)

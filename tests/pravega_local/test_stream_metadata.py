@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from loadgen.local_brokers.pravega.controller_messages import (
+from loadgen_drivers.pravega.local.controller_messages import (
     PingTxnStatus,
     ScalingPolicy,
     StreamConfig,
@@ -11,8 +11,8 @@ from loadgen.local_brokers.pravega.controller_messages import (
     TxnState,
     TxnStatus,
 )
-from loadgen.local_brokers.pravega.segments import Segments
-from loadgen.local_brokers.pravega.stream_metadata import (
+from loadgen_drivers.pravega.local.segments import Segments
+from loadgen_drivers.pravega.local.stream_metadata import (
     ABORTED_KEPT_S,
     StreamMetadata,
     segment_name,

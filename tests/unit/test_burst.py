@@ -15,7 +15,6 @@ import time
 import tracemalloc
 
 import pytest
-from loadgen_drivers.memory import Driver as MemoryDriver
 
 from loadgen.driver_api import ACK, KEY, VALUE, PrefixedSend, TopicSpec
 from loadgen.driver_api.driver_spec import DriverSpec
@@ -25,6 +24,7 @@ from loadgen.engine import recorder as recorders
 from loadgen.engine.burst import Target, burst_sender
 from loadgen.engine.producer_loop import ProducerLoop
 from loadgen.engine.recorder import ProducerRecorder
+from loadgen_drivers.memory import Driver as MemoryDriver
 
 BUILT = bursts._burst is not None
 compiled_only = pytest.mark.skipif(not BUILT, reason="loadgen.engine._burst is not built")

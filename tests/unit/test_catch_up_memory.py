@@ -1,7 +1,6 @@
 """Catch-up and mixed runs on the in-process broker: phases, backlog, per-role figures."""
 
 import pytest
-from loadgen_drivers.memory import Driver
 
 from loadgen.base.errors import ConfigError
 from loadgen.driver_api.driver_spec import DriverSpec
@@ -13,6 +12,7 @@ from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import run_one
 from loadgen.running.scenarios.tailing import run_tailing
 from loadgen.spec import Workload
+from loadgen_drivers.memory import Driver
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
 GIB = 1024**3

@@ -4,7 +4,6 @@ and a worker's snapshot with and without a correction table."""
 import time
 
 import numpy as np
-from loadgen_drivers.memory import Driver
 
 from loadgen.base import hdr
 from loadgen.driver_api.driver_spec import DriverSpec
@@ -17,6 +16,7 @@ from loadgen.engine.stats import (
     END_TO_END_UNCORRECTED,
     recorded_metrics,
 )
+from loadgen_drivers.memory import Driver
 
 MS = 1_000_000
 # producers 0-1 run on a worker 250 ms ahead of the coordinator, producer 2 on one 40 ms behind;

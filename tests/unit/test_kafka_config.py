@@ -4,12 +4,12 @@ import logging
 from pathlib import Path
 
 import pytest
-from loadgen_drivers.kafka import Driver
-from loadgen_drivers.kafka.config import parse_properties, to_librdkafka
 
 from loadgen.base.errors import ConfigError
 from loadgen.driver_api.driver_file import load_driver_spec
 from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen_drivers.kafka import Driver
+from loadgen_drivers.kafka.config import parse_properties, to_librdkafka
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "drivers"
 

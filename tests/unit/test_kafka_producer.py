@@ -3,11 +3,11 @@ queue fills, and every message that finds it full waits for room once (from ``se
 ``_resend`` after the compiled burst's direct ``produce``)."""
 
 import pytest
-from loadgen_drivers.kafka import driver as kafka
 
 from loadgen.driver_api import ACK, KEY, VALUE
 from loadgen.driver_api.stamp import read_prefix
 from loadgen.engine.burst import burst_sender
+from loadgen_drivers.kafka import driver as kafka
 
 QUEUE = 5
 

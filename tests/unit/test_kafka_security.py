@@ -6,10 +6,10 @@ import sys
 
 import pytest
 import yaml
-from loadgen_drivers.kafka.config import check_with_librdkafka, to_librdkafka
-from loadgen_drivers.kafka.jaas import JaasSyntaxError, parse_jaas
 
 from loadgen.base.errors import ConfigError
+from loadgen_drivers.kafka.config import check_with_librdkafka, to_librdkafka
+from loadgen_drivers.kafka.jaas import JaasSyntaxError, parse_jaas
 
 SECRET = 'pa ss"w;o\\rd'
 """A password with a space, a quote, a ';' and a backslash: each is where a naive split breaks."""

@@ -11,6 +11,10 @@ the package's root: ``loadgen/__init__.py`` re-exporting ``api.py``). Folders of
 import each other without cycles. Imports are read with ``ast``, nothing is imported; imports
 inside functions and under ``TYPE_CHECKING`` count as well. docs/design/architecture.md
 explains each layer.
+
+The drivers (``src/loadgen_drivers``, one folder per broker, its local brokers included) sit
+beside the layers: a driver imports only ``loadgen.driver_api``, ``loadgen.spec``,
+``loadgen.base`` and its own folder, so the seam is all a broker needs.
 """
 
 from __future__ import annotations
@@ -81,13 +85,28 @@ def imported_modules(path: Path, root: Path) -> set[str]:
     return {module for module in found if module.split(".")[0] in ("loadgen", "loadgen_drivers")}
 
 
-def imports(root: Path) -> list[tuple[str, str]]:
-    """Every (importer, imported) pair of ``loadgen`` modules under ``root/loadgen``."""
+def imports(root: Path, package: str = "loadgen") -> list[tuple[str, str]]:
+    """Every (importer, imported) pair of ``loadgen`` modules under ``root/package``."""
     return [
         (module_name(path, root), imported)
-        for path in sorted((root / "loadgen").rglob("*.py"))
+        for path in sorted((root / package).rglob("*.py"))
         for imported in sorted(imported_modules(path, root))
     ]
+
+
+DRIVER_MAY_IMPORT = ("loadgen.driver_api", "loadgen.spec", "loadgen.base")
+"""What a driver may import of loadgen: the seam and what the seam stands on."""
+
+
+def driver_violations(root: Path) -> list[str]:
+    """One line per import a driver may not make: loadgen beyond the seam, or another driver."""
+    found = []
+    for importer, imported in imports(root, "loadgen_drivers"):
+        own = ".".join(importer.split(".")[:2])
+        allowed = (*DRIVER_MAY_IMPORT, own)
+        if not any(imported == name or imported.startswith(name + ".") for name in allowed):
+            found.append(f"{importer} imports {imported}: a driver imports only {allowed}")
+    return found
 
 
 def violations(root: Path) -> list[str]:
@@ -127,6 +146,27 @@ def test_no_module_imports_a_higher_layer():
     assert violations(SOURCE) == []
 
 
+def test_drivers_import_only_the_seam_and_their_own_folder():
+    assert driver_violations(SOURCE) == []
+
+
+def test_a_driver_importing_the_engine_or_another_driver_is_named(tmp_path):
+    root = package_with(
+        tmp_path,
+        {
+            "loadgen/engine/stats.py": "",
+            "loadgen/driver_api/__init__.py": "",
+            "loadgen_drivers/kafka/local/tansu.py": "from loadgen.driver_api import local\n",
+            "loadgen_drivers/kafka/driver.py": "from loadgen.engine import stats\n",
+            "loadgen_drivers/pulsar/driver.py": "import loadgen_drivers.kafka.driver\n",
+        },
+    )
+    assert [line.split(":")[0] for line in driver_violations(root)] == [
+        "loadgen_drivers.kafka.driver imports loadgen.engine.stats",
+        "loadgen_drivers.pulsar.driver imports loadgen_drivers.kafka.driver",
+    ]
+
+
 def test_folders_import_each_other_without_cycles():
     assert folder_cycles(SOURCE) == []
 
@@ -146,7 +186,7 @@ def test_every_folder_has_a_layer_and_the_root_only_the_interface():
         ("loadgen.spec.workload", "base"),
         ("loadgen.driver_api", "driver_api"),
         ("loadgen.engine.stats", "engine"),
-        ("loadgen.local_brokers.tansu", "engine"),
+        ("loadgen.local_brokers.launcher", "engine"),
         ("loadgen.formats.result_json", "formats"),
         ("loadgen.distributed.server", "outputs"),
         ("loadgen.running.scenarios.tailing", "running"),

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from loadgen.base.errors import ConfigError
+from loadgen.driver_api.local.process import process_alive
 from loadgen.local_brokers import catalogue as local
-from loadgen.local_brokers.launch import process_alive
+from loadgen.local_brokers import launcher
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +42,7 @@ def test_kafka_local_yaml_carries_the_same_tansu_settings_as_the_embedded_broker
     from pathlib import Path
 
     from loadgen.driver_api.driver_file import load_driver_spec
-    from loadgen.local_brokers.tansu import TANSU_CLIENT_SETTINGS
+    from loadgen_drivers.kafka.local.tansu import TANSU_CLIENT_SETTINGS
 
     path = Path(__file__).resolve().parents[2] / "configs" / "drivers" / "kafka-local.yaml"
     config = load_driver_spec(path).config
@@ -53,12 +54,12 @@ def test_rabbitmq_local_yaml_points_where_brokers_up_starts_the_node():
     from pathlib import Path
 
     from loadgen.driver_api.driver_file import load_driver_spec
-    from loadgen.local_brokers.rabbitmq import LOCAL_DRIVER_SETTINGS
+    from loadgen_drivers.rabbitmq.local.server import LOCAL_DRIVER_SETTINGS
 
     path = Path(__file__).resolve().parents[2] / "configs" / "drivers" / "rabbitmq-local.yaml"
     config = load_driver_spec(path).config
     assert config["amqpUris"] == [
-        f"amqp://guest:guest@127.0.0.1:{local.starters()['rabbitmq'].port}/%2F"
+        f"amqp://guest:guest@127.0.0.1:{launcher.starters()['rabbitmq'].port}/%2F"
     ]
     for field, value in LOCAL_DRIVER_SETTINGS.items():
         assert config[field] == value

@@ -8,17 +8,17 @@ import json
 import ssl
 
 import pytest
+
+from harness.tls_server import TlsServer
+from loadgen.base.errors import BrokerLoginRefused, BrokerTlsFailed, exit_code_for
+from loadgen.base.tls_check import tls_verify_problem
+from loadgen.driver_api.local.certs import expired_server, make_certs
+from loadgen.driver_api.local.process import free_port
 from loadgen_drivers.kafka.trust import trust_context
 from loadgen_drivers.pulsar.admin import auth_headers
 from loadgen_drivers.pulsar.config import Authentication
 from loadgen_drivers.pulsar.handshake import auth_fields
 from loadgen_drivers.pulsar.login import login_name
-
-from harness.tls_server import TlsServer
-from loadgen.base.errors import BrokerLoginRefused, BrokerTlsFailed, exit_code_for
-from loadgen.base.tls_check import tls_verify_problem
-from loadgen.local_brokers.certs import expired_server, make_certs
-from loadgen.local_brokers.launch import free_port
 
 
 def unsigned_token(claims: dict[str, object]) -> str:

@@ -2,12 +2,12 @@ import threading
 import time
 
 import pytest
-from loadgen_drivers.memory import Driver
 
 from loadgen.base.errors import ConfigError, DriverError
 from loadgen.driver_api import KEY, NO_MESSAGE_ID, VALUE, TopicSpec
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.driver_api.stamp import PREFIX_MARK, pack_prefixed, read_prefix
+from loadgen_drivers.memory import Driver
 
 
 def wait_for(condition, timeout=5.0):

@@ -14,8 +14,8 @@ from prometheus_client.registry import CollectorRegistry
 import loadgen
 from loadgen.base import hdr
 from loadgen.base.errors import ConfigError
+from loadgen.driver_api.local.process import free_port
 from loadgen.engine.stats import END_TO_END, PUBLISH, PUBLISH_DELAY, IntervalStats
-from loadgen.local_brokers.launch import free_port
 from loadgen.metrics.board import MetricsBoard
 from loadgen.metrics.endpoint import serving
 

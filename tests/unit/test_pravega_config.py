@@ -5,13 +5,13 @@ import logging
 
 import pravega_client
 import pytest
-from loadgen_drivers.pravega import Driver
-from loadgen_drivers.pravega.client import scaling_policy
-from loadgen_drivers.pravega.config import Scaling, caveats
 
 from loadgen.base.errors import ConfigError
 from loadgen.driver_api.driver_file import spec_from_dict
 from loadgen.spec.loader import load_yaml
+from loadgen_drivers.pravega import Driver
+from loadgen_drivers.pravega.client import scaling_policy
+from loadgen_drivers.pravega.config import Scaling, caveats
 
 OMB_PRAVEGA_YAML = """\
 name: Pravega

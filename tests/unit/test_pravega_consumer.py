@@ -16,10 +16,10 @@ from collections import deque
 from types import SimpleNamespace
 
 import pytest
-from loadgen_drivers.pravega.consumer import ReaderConsumer
-from loadgen_drivers.pravega.events import stamped, unstamped
 
 from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS
+from loadgen_drivers.pravega.consumer import ReaderConsumer
+from loadgen_drivers.pravega.events import stamped, unstamped
 
 
 def event(sent_ns, payload=b"payload"):

@@ -14,15 +14,15 @@ import threading
 import time
 
 import pytest
-from loadgen_drivers.pravega import Driver, control
-from loadgen_drivers.pravega.client import open_manager
-from loadgen_drivers.pravega.control import ControlProcess
-from loadgen_drivers.pravega.guard import client_call
 
 from loadgen.base.errors import BrokerUnreachable, DriverError
 from loadgen.driver_api import TopicSpec
 from loadgen.driver_api.driver_spec import DriverSpec
-from loadgen.local_brokers.launch import free_port, process_alive
+from loadgen.driver_api.local.process import free_port, process_alive
+from loadgen_drivers.pravega import Driver, control
+from loadgen_drivers.pravega.client import open_manager
+from loadgen_drivers.pravega.control import ControlProcess
+from loadgen_drivers.pravega.guard import client_call
 
 TIMEOUT_S = 2.0
 PAST_DEADLINE_S = 1.0

@@ -12,6 +12,7 @@ import threading
 from functools import partial
 
 import pytest
+
 from loadgen_drivers.pravega.events import read_stamped, stamped
 from loadgen_drivers.pravega.producer import EventProducer, WriteFailed, WriteLoop
 from loadgen_drivers.pravega.transactions import (

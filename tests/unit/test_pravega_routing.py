@@ -14,6 +14,10 @@ from collections import Counter
 
 import pravega_client
 import pytest
+
+from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS
+from loadgen.engine.keys import POOL_SIZE, key_pool, key_source
+from loadgen.engine.payload import PROBE_PAYLOAD
 from loadgen_drivers.pravega.events import (
     NO_TIMESTAMP,
     clean_name,
@@ -23,10 +27,6 @@ from loadgen_drivers.pravega.events import (
     stamped,
     unstamped,
 )
-
-from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS
-from loadgen.engine.keys import POOL_SIZE, key_pool, key_source
-from loadgen.engine.payload import PROBE_PAYLOAD
 
 MASK = (1 << 64) - 1
 EVENT_ROUTER_SEED = 1741865571

@@ -2,13 +2,13 @@ import gc
 import time
 
 import pytest
-from loadgen_drivers.memory import Driver
 
 from loadgen.base import hdr
 from loadgen.driver_api import TopicSpec
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine.producer_loop import YOUNG_GENERATION, ProducerLoop, collector_set_for_load
 from loadgen.engine.recorder import ProducerRecorder
+from loadgen_drivers.memory import Driver
 
 
 def run_loop(recorder_class, rate, seconds, keys=None, producers=2):

@@ -4,6 +4,10 @@ import logging
 
 import pulsar
 import pytest
+
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api.driver_file import spec_from_dict
+from loadgen.spec.loader import load_yaml
 from loadgen_drivers.pulsar import Driver
 from loadgen_drivers.pulsar.admin import auth_headers, rest_path
 from loadgen_drivers.pulsar.client import (
@@ -13,10 +17,6 @@ from loadgen_drivers.pulsar.client import (
     producer_kwargs,
 )
 from loadgen_drivers.pulsar.config import AckMode, BatchingType, SubscriptionType, TopicType
-
-from loadgen.base.errors import ConfigError
-from loadgen.driver_api.driver_file import spec_from_dict
-from loadgen.spec.loader import load_yaml
 
 OMB_PULSAR_YAML = """\
 name: Pulsar

@@ -3,10 +3,10 @@
 from base64 import b64encode
 
 import pytest
-from loadgen_drivers.pulsar.stamp import STAMP_PROPERTY, read_stamp
 
 from loadgen.driver_api import STAMP
 from loadgen.driver_api.stamp import PREFIX_MARK, PREFIXED
+from loadgen_drivers.pulsar.stamp import STAMP_PROPERTY, read_stamp
 
 SENT, ID, INTENDED = 1_763_900_000_123_456_789, (7 << 40) + 12, 1_763_900_000_123_000_000
 

@@ -1,6 +1,10 @@
 """The RabbitMQ driver file and topology rules, checked without a broker."""
 
 import pytest
+
+from loadgen.base.errors import ConfigError
+from loadgen.driver_api.driver_file import spec_from_dict
+from loadgen.spec.loader import load_yaml
 from loadgen_drivers.rabbitmq import Driver
 from loadgen_drivers.rabbitmq.config import ExchangeType, QueueType, mask_password
 from loadgen_drivers.rabbitmq.topology import (
@@ -10,10 +14,6 @@ from loadgen_drivers.rabbitmq.topology import (
     queue_names,
     routing_keys,
 )
-
-from loadgen.base.errors import ConfigError
-from loadgen.driver_api.driver_file import spec_from_dict
-from loadgen.spec.loader import load_yaml
 
 OMB_RABBITMQ_YAML = """\
 name: RabbitMQ

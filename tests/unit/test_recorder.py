@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from loadgen_drivers.memory import Driver
 
 from loadgen.base import hdr
 from loadgen.driver_api import prefixed_deliveries
@@ -20,6 +19,7 @@ from loadgen.driver_api.stamp import PREFIX_BYTES, PREFIX_MARK, pack_prefixed
 from loadgen.engine import recorder as recorders
 from loadgen.engine.local_worker import LocalWorker
 from loadgen.engine.slow_consumer import delayed
+from loadgen_drivers.memory import Driver
 
 PYTHON_READS_THE_C_CLOCKS = (
     time.get_clock_info("perf_counter").implementation == "clock_gettime(CLOCK_MONOTONIC)"

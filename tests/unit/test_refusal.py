@@ -15,7 +15,7 @@ from loadgen import api
 from loadgen.base.errors import BrokerUnreachable
 from loadgen.base.refusal import ACCEPTED, REFUSAL_WAIT_S, REFUSED, outcomes, split_address
 from loadgen.driver_api import fail_if_refused, listed_addresses, open_driver, url_addresses
-from loadgen.local_brokers.launch import free_port
+from loadgen.driver_api.local.process import free_port
 
 WITHIN_S = 2.0
 """The promise: a refused connection is reported within this."""

@@ -126,10 +126,9 @@ def test_scenarios_not_built_yet_are_refused_with_the_field_named(tmp_path, over
 
 
 def test_named_topics_are_used_as_given_and_never_deleted():
-    from loadgen_drivers.memory import Driver
-
     from loadgen.engine.payload import build_payloads
     from loadgen.running.scenarios.tailing import run_tailing
+    from loadgen_drivers.memory import Driver
 
     driver = Driver.from_config(MEMORY)
     deleted = []
@@ -143,9 +142,8 @@ def test_named_topics_are_used_as_given_and_never_deleted():
 
 
 def test_topic_names_must_match_the_topic_count():
-    from loadgen_drivers.memory import Driver
-
     from loadgen.running.scenarios.tailing import run_tailing
+    from loadgen_drivers.memory import Driver
 
     options = RunOptions(duration_s=1, topic_names=("only-one",))
     with pytest.raises(ConfigError, match="topic name"):

@@ -4,11 +4,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from loadgen_drivers.memory import Driver
 
 from loadgen.base.thread_names import name_this_thread, name_threads_for_the_os, os_name
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine.local_worker import LocalWorker
+from loadgen_drivers.memory import Driver
 
 
 def os_name_of(thread: threading.Thread) -> str:

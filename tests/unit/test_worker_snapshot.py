@@ -4,13 +4,13 @@ what the worker prepares for it."""
 import time
 
 import pytest
-from loadgen_drivers.memory import Driver
 
 from loadgen.base import hdr
 from loadgen.driver_api import NO_SEND_TIME_NS
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine.local_worker import LocalWorker
 from loadgen.engine.stats import END_TO_END, END_TO_END_FROM_INTENDED
+from loadgen_drivers.memory import Driver
 
 
 def test_unstamped_messages_count_as_received_but_neither_as_latency_nor_as_skew():

@@ -71,10 +71,10 @@ def cli(verbose: int) -> None:
 
 @contextlib.contextmanager
 def _embedded_kafka() -> Iterator[DriverSpec]:
-    """The embedded default: a local tansu broker that lives exactly as long as the run."""
-    from loadgen.local_brokers.tansu import start_tansu
+    """The embedded default: Kafka's local broker (tansu), living exactly as long as the run."""
+    from loadgen.local_brokers import launcher
 
-    broker = start_tansu()
+    broker = launcher.start("kafka")
     click.echo(
         f"no -d given: started a local Kafka broker (tansu, Kafka-compatible) at "
         f"{broker.address} for this run; it is stopped when the run ends",

@@ -107,7 +107,7 @@ class TopicSpec:
 class LocalStarter:
     """A local broker a driver declares: ``starter`` names, as ``"module:callable"``, a function
     ``(port, folder, *, detach=False) -> LocalBroker`` (``None`` for a free port and a temporary
-    folder; :mod:`loadgen.local_brokers.launch` has the parts to write one), imported only when
+    folder; :mod:`loadgen.driver_api.local.process` has the parts to write one), imported only when
     that broker is started; ``port`` is the one ``loadgen brokers up`` uses by default. The
     broker is for development and tests: its quirks stay in the ``driver_config`` it returns,
     never in the driver's defaults."""

@@ -4,7 +4,7 @@ Fixtures, all session-scoped brokers on free 127.0.0.1 ports, started on first u
 
 * ``kafka_broker`` (tansu), ``rabbitmq_broker`` (Debian rabbitmq-server), ``pulsar_broker``
   (pulsar-lite, 16 partitions per auto-created topic), ``pravega_broker`` (loadgen's local
-  Pravega, :mod:`loadgen.local_brokers.pravega`): each the broker its driver declares
+  Pravega, :mod:`loadgen_drivers.pravega.local`): each the broker its driver declares
   (:attr:`loadgen.driver_api.BaseDriver.local_broker`);
   a broker that cannot start skips the test with the reason (fails it when
   ``LOADGEN_REQUIRE_BROKERS=1``), as does one left out by ``--loadgen-broker``.
@@ -26,8 +26,8 @@ import pytest
 
 from loadgen.api import run
 from loadgen.base.errors import LoadgenError, MissingExtra
-from loadgen.local_brokers import catalogue
-from loadgen.local_brokers.launch import LocalBroker
+from loadgen.driver_api.local.process import LocalBroker
+from loadgen.local_brokers import launcher
 from loadgen.pytest_plugin.benchmark import run_benchmarked
 from loadgen.pytest_plugin.require import unavailable
 from loadgen.running.result import Result
@@ -35,7 +35,7 @@ from loadgen.running.result import Result
 
 def broker_kinds() -> tuple[str, ...]:
     """The local brokers the installed drivers declare (Spark is no driver's)."""
-    return tuple(kind for kind in catalogue.starters() if kind != catalogue.SPARK_KIND)
+    return tuple(kind for kind in launcher.starters() if kind != launcher.SPARK_KIND)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,7 +69,7 @@ def start_local_broker(config: pytest.Config, kind: str, **options: Any) -> Loca
     if kind not in _selected(config):
         pytest.skip(f"{kind} is not among --loadgen-broker {' '.join(_selected(config))}")
     try:
-        return catalogue.start(kind, **options)
+        return launcher.start(kind, **options)
     except MissingExtra as missing:
         unavailable(str(missing))
     except LoadgenError as error:

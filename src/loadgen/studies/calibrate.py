@@ -28,7 +28,7 @@ from loadgen.base.calibration import Calibration, current
 from loadgen.base.errors import ConfigError
 from loadgen.distributed.placement import Placement
 from loadgen.driver_api.driver_spec import DriverSpec
-from loadgen.local_brokers import catalogue
+from loadgen.local_brokers import launcher
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import execute
 from loadgen.spec import Workload, parse_model
@@ -103,8 +103,8 @@ def measure_driver(kind: str, rounds: int, seconds: float, report: Callable[[str
     """The median capacity of ``rounds`` rounds against the driver's local broker."""
     with ExitStack() as stack:
         config: dict[str, Any] = {}
-        if kind in catalogue.starters():
-            broker = catalogue.start(kind)
+        if kind in launcher.starters():
+            broker = launcher.start(kind)
             stack.callback(broker.stop)
             config = broker.driver_config
         measured = [measure_round(kind, config, seconds) for _ in range(rounds)]

@@ -255,6 +255,30 @@ def test_a_metrics_port_in_use_fails_at_once_naming_host_and_port(tmp_path):
     assert not list((tmp_path / "out").iterdir())  # checked writable before: nothing written
 
 
+def test_a_sweep_serves_each_of_its_runs_in_turn_on_one_endpoint(tmp_path):
+    workload = tmp_path / "scraped.yaml"
+    workload.write_text(WORKLOAD)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loadgen", "sweep", "-d", str(MEMORY), str(workload),
+         "--rates", "1k,2k", "--warmup", "0s", "--duration", "3s", "--stats-interval", "1s",
+         "--plain", "--no-report", "-o", str(tmp_path / "out"), "--metrics-port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    scraper = Scraper(line_with(process.stderr, "metrics: "))
+    _, errors = process.communicate(timeout=120)
+    assert process.returncode == 0, errors
+    scrapes = scraper.stop()
+    assert_closed(scraper.port)
+
+    runs = [path for path in (tmp_path / "out").glob("*.json") if "-sweep-" not in path.name]
+    run_ids = {json.loads(path.read_text())["run"]["runId"] for path in runs}
+    assert len(run_ids) == 2
+    assert {scrape.labels.get("run_id") for scrape in scrapes} - {None} == run_ids
+    assert {scrape.labels["role"] for scrape in scrapes} == {"coordinator"}
+
+
 def start_worker() -> tuple[subprocess.Popen, str, str]:
     """A `loadgen worker` with a metrics endpoint: (process, worker URL, metrics URL)."""
     process = subprocess.Popen(

@@ -22,7 +22,7 @@ from harness.timing import run_watched
 from loadgen.base.errors import LoadgenError, MissingExtra
 from loadgen.driver_api.local.process import free_port
 from loadgen.pytest_plugin.require import unavailable
-from loadgen.running.scenarios.tailing import SILENT_BROKER_TEARDOWN_S
+from loadgen.running.lifecycle import SILENT_BROKER_TEARDOWN_S
 from loadgen_drivers.kafka.local.tansu import (
     SESSION_OUTLASTING_AN_OUTAGE,
     start_tansu,

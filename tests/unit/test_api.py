@@ -126,6 +126,22 @@ def test_assert_slo_judges_the_verdicts_named_and_a_failed_drain_by_default(resu
         loadgen.assert_slo(dataclasses.replace(result, document=undrained))
 
 
+def test_assert_slo_keywords_name_the_expressions_to_write_instead(result):
+    with pytest.raises(TypeError) as caught:
+        loadgen.assert_slo(result, e2e_p99_ms=60000)
+    assert str(caught.value) == (
+        "assert_slo() takes threshold expressions, not keywords (e2e_p99_ms=): "
+        'write assert_slo(result, "e2e.p99<=60000ms")'
+    )
+    with pytest.raises(TypeError) as caught:
+        loadgen.assert_slo(result, "rate>=0.5", max_missing=5, e2e_p999_ms=2.5)
+    written = 'assert_slo(result, "missing<=5", "e2e.p99.9<=2.5ms", "rate>=0.5")'
+    assert str(caught.value).endswith(f"write {written}")
+    loadgen.assert_slo(result, "e2e.p99<=60000ms", "missing<=5")  # what it says works
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'p99'.*--slo"):
+        loadgen.assert_slo(result, p99=5)
+
+
 def test_a_clean_run_counts_no_lost_duplicated_or_reordered_message(result):
     assert (result.lost, result.duplicates, result.out_of_order) == (0, 0, 0)
     assert result.e2e_from_intended.count == result.e2e.count

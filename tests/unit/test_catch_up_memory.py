@@ -8,9 +8,9 @@ from loadgen.engine.listeners import Listeners, OnInterval
 from loadgen.engine.local_worker import LocalWorker
 from loadgen.engine.outcome import CatchUpPlan
 from loadgen.engine.payload import build_payloads
+from loadgen.running.lifecycle import run_workload
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import run_one
-from loadgen.running.scenarios.tailing import run_tailing
 from loadgen.spec import Workload
 from loadgen_drivers.memory import Driver
 
@@ -113,7 +113,7 @@ def test_an_interrupted_build_keeps_a_partial_catch_up_block(tmp_path):
     listeners = Listeners((OnInterval(interrupt_on_first),))
     driver = Driver.from_config(MEMORY)
     payloads = build_payloads(chosen, None)
-    outcome = run_tailing(LocalWorker(driver), chosen, payloads, options, listeners)
+    outcome = run_workload(LocalWorker(driver), chosen, payloads, options, listeners)
     assert outcome.incomplete and outcome.stop_reason == "interrupted"
     assert outcome.catch_up is not None and outcome.catch_up.build_ended_ms == 0
 

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from loadgen.base.errors import ConfigError, exit_code_for
 from loadgen.cli.main import cli
-from loadgen.results.compare import compare, parse_fraction
+from loadgen.result_files.compare import compare, parse_fraction
 
 
 def result(rate=1000.0, e2e_p99=10.0, e2e_max=50.0, delay_p99=100.0, **extra):

@@ -11,7 +11,7 @@ import pytest
 
 from loadgen.base.errors import NoPlaceLeft
 from loadgen.base.files import all_or_none, write_text_atomic
-from loadgen.results.destination import Destination, fallback_directories
+from loadgen.result_files.destination import Destination, fallback_directories
 
 
 def full_in(*full):

@@ -9,8 +9,8 @@ from tests.unit.test_sizing import workload as sizing_workload
 from loadgen.engine.listeners import Listeners
 from loadgen.engine.outcome import RunOutcome
 from loadgen.engine.stats import IntervalStats
+from loadgen.running.lifecycle import _account, _finish, _Measurement
 from loadgen.running.request import RunOptions
-from loadgen.running.scenarios.tailing import _account, _finish, _Measurement
 
 SENT = 100
 

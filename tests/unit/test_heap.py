@@ -9,9 +9,9 @@ from tests.unit.test_journal import NAME, START, kept_intervals
 
 from loadgen.base import heap
 from loadgen.formats.journal import JournalWriter, journal_path, read_journal
-from loadgen.results import checkpoint
-from loadgen.results.checkpoint import THREAD_NAME, Checkpoint
-from loadgen.results.destination import Destination
+from loadgen.result_files import checkpoint
+from loadgen.result_files.checkpoint import THREAD_NAME, Checkpoint
+from loadgen.result_files.destination import Destination
 
 MB = 2**20
 

@@ -26,10 +26,15 @@ from loadgen.formats.journal import (
     read_journal,
     result_from_journal,
 )
-from loadgen.formats.result_json import ResultHeader
-from loadgen.formats.runstart import UNFINISHED, RunStart, result_document, unfinished_outcome
-from loadgen.results.checkpoint import Checkpoint
-from loadgen.results.destination import Destination
+from loadgen.formats.result_json import (
+    UNFINISHED,
+    ResultHeader,
+    RunStart,
+    result_document,
+    unfinished_outcome,
+)
+from loadgen.result_files.checkpoint import Checkpoint
+from loadgen.result_files.destination import Destination
 
 STARTED_MS = 1_795_400_000_123
 NAME = "run-Memory-2026-11-26-12-00-00.json"

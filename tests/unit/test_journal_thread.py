@@ -16,8 +16,8 @@ from tests.unit.test_report import MEMORY, workload
 from loadgen.engine.listeners import Listeners, OnInterval
 from loadgen.engine.spill import Spill
 from loadgen.formats.journal import JournalWriter, journal_path, read_journal
-from loadgen.results.checkpoint import FINISH_WAIT_S, THREAD_NAME, Checkpoint
-from loadgen.results.destination import Destination
+from loadgen.result_files.checkpoint import FINISH_WAIT_S, THREAD_NAME, Checkpoint
+from loadgen.result_files.destination import Destination
 from loadgen.running import runner
 from loadgen.running.request import RunOptions, RunRequest
 

@@ -4,7 +4,7 @@ Lowest first: ``base`` (errors, HdrHistogram coding, file writes; ``spec``, the 
 files), the ``driver_api`` (the seam drivers implement, driver files, broker URLs), the
 ``engine`` (the worker, its producer loop and recorders; ``local_brokers``, which it can
 start), the ``formats`` (what the engine's values become on disk and on the wire), the
-outputs and their transport (``results``, ``report``, ``metrics``, ``pipeline``,
+outputs and their transport (``result_files``, ``report``, ``metrics``, ``pipeline``,
 ``distributed``), ``running`` (one run: the runner, its scenarios, the probe), ``studies``
 (many runs: sweep, matrix, calibration) and the interfaces (``cli``, ``pytest_plugin``, and
 the package's root: ``loadgen/__init__.py`` re-exporting ``api.py``). Folders of one layer
@@ -34,7 +34,7 @@ FOLDERS = {
     "engine": "engine",
     "local_brokers": "engine",
     "formats": "formats",
-    "results": "outputs",
+    "result_files": "outputs",
     "report": "outputs",
     "metrics": "outputs",
     "pipeline": "outputs",
@@ -189,7 +189,7 @@ def test_every_folder_has_a_layer_and_the_root_only_the_interface():
         ("loadgen.local_brokers.launcher", "engine"),
         ("loadgen.formats.result_json", "formats"),
         ("loadgen.distributed.server", "outputs"),
-        ("loadgen.running.scenarios.tailing", "running"),
+        ("loadgen.running.lifecycle", "running"),
         ("loadgen.studies.sweep", "studies"),
         ("loadgen.cli.main", "interface"),
         ("loadgen", "interface"),
@@ -228,9 +228,11 @@ def test_a_cycle_between_two_folders_of_one_layer_is_named(tmp_path):
     root = package_with(
         tmp_path,
         {
-            "loadgen/report/html.py": "from loadgen.results import compare\n",
-            "loadgen/results/compare.py": "def later():\n    from loadgen.report import html\n",
+            "loadgen/report/html.py": "from loadgen.result_files import compare\n",
+            "loadgen/result_files/compare.py": (
+                "def later():\n    from loadgen.report import html\n"
+            ),
         },
     )
     assert violations(root) == []
-    assert folder_cycles(root) == [["report", "results", "report"]]
+    assert folder_cycles(root) == [["report", "result_files", "report"]]

@@ -17,7 +17,7 @@ from loadgen.engine.listeners import OnInterval
 from loadgen.engine.stats import END_TO_END, PUBLISH
 from loadgen.report import series
 from loadgen.report.html import export_charts, write_report
-from loadgen.results.compare import load_result
+from loadgen.result_files.compare import load_result
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import run_one
 from loadgen.spec import Workload

@@ -91,13 +91,13 @@ def test_no_checkpoint_is_built_after_a_signal():
 
 
 def test_a_signal_a_teardown_kept_from_the_run_stops_the_next_run_before_it_starts():
-    """The matrix, sweep and list-of-runs loops all start each run through _run_and_show."""
-    from loadgen.cli import main as cli
+    """The matrix, sweep and list-of-runs loops all start each run through run_and_show."""
+    from loadgen.cli.run import run_and_show
 
     with stop.handling():
         with contextlib.suppress(KeyboardInterrupt):  # as the teardown does: the result is kept
             signal.raise_signal(signal.SIGINT)
         with pytest.raises(KeyboardInterrupt):
-            cli._run_and_show(None, None)  # refused before the request is looked at
+            run_and_show(None, None)  # refused before the request is looked at
     assert stop.WATCH.stop is not None and stop.WATCH.stop.signum == signal.SIGINT
     stop.WATCH.stop = None

@@ -127,7 +127,7 @@ def test_scenarios_not_built_yet_are_refused_with_the_field_named(tmp_path, over
 
 def test_named_topics_are_used_as_given_and_never_deleted():
     from loadgen.engine.payload import build_payloads
-    from loadgen.running.scenarios.tailing import run_tailing
+    from loadgen.running.lifecycle import run_workload
     from loadgen_drivers.memory import Driver
 
     driver = Driver.from_config(MEMORY)
@@ -135,18 +135,18 @@ def test_named_topics_are_used_as_given_and_never_deleted():
     driver.delete_topics = deleted.extend  # the real driver, with deletions recorded
     chosen = workload(subscriptionsPerTopic=1, producersPerTopic=1)
     options = RunOptions(duration_s=1, warmup_s=0, stats_interval_s=1, topic_names=("given",))
-    outcome = run_tailing(LocalWorker(driver), chosen, build_payloads(chosen, None), options)
+    outcome = run_workload(LocalWorker(driver), chosen, build_payloads(chosen, None), options)
     assert outcome.topics == ["given"] and not outcome.incomplete
     assert outcome.totals.received == outcome.totals.sent > 0
     assert deleted == []
 
 
 def test_topic_names_must_match_the_topic_count():
-    from loadgen.running.scenarios.tailing import run_tailing
+    from loadgen.running.lifecycle import run_workload
     from loadgen_drivers.memory import Driver
 
     options = RunOptions(duration_s=1, topic_names=("only-one",))
     with pytest.raises(ConfigError, match="topic name"):
-        run_tailing(
+        run_workload(
             LocalWorker(Driver.from_config(MEMORY)), workload(topics=2), [b"x" * 256], options
         )

@@ -64,7 +64,7 @@ def all_or_none() -> Iterator[list[Path]]:
 
     A set of files (a summary and its report) is then whole in one place or not there at all:
     when a disk fills after the first one, the set goes to a fallback directory without leaving
-    a second copy of the first one behind (:mod:`loadgen.results.destination`).
+    a second copy of the first one behind (:mod:`loadgen.result_files.destination`).
     """
     written: list[Path] = []
     try:

@@ -1,5 +1,5 @@
 """Can a directory take loadgen's files? Asked before anything starts, and again when a run's
-files have to move to another place (:mod:`loadgen.results.destination`).
+files have to move to another place (:mod:`loadgen.result_files.destination`).
 
 Asking means doing: the directory is created if missing and a small file is written into it and
 removed. Permission bits say nothing to root, and a read-only mount or a full disk only shows

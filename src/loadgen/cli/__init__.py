@@ -1,2 +1,2 @@
-"""The ``loadgen`` command line: the commands (:mod:`.main`), their shared options, the
-environment variables that set them, and the pipeline's commands."""
+"""The ``loadgen`` command line: the group and its exit codes (:mod:`.main`), one module per
+command or family of commands, their shared options, and the environment variables that set them."""

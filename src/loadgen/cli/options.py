@@ -1,4 +1,4 @@
-"""The options that ``run``, ``sweep`` and ``matrix`` share, and the objects they turn into.
+"""The options that the commands share, and the objects they turn into.
 
 Click hands a command one argument per option; a command with forty of them has a forty-parameter
 function. :func:`grouped` adds a set of options to a command and hands it one object built
@@ -113,6 +113,27 @@ def _positive(option: str, seconds: float | None) -> None:
         )
 
 
+def driver_file(name: str, help_text: str, *, multiple: bool = False) -> Decorator:
+    """``-d/--driver DRIVER.yaml`` into the parameter ``name``; each command says in
+    ``help_text`` what a run without one does."""
+    return click.option(
+        "-d",
+        "--driver",
+        name,
+        metavar="DRIVER.yaml",
+        multiple=multiple,
+        type=click.Path(path_type=Path),
+        help=help_text,
+    )
+
+
+LENIENT = click.option(
+    "--lenient",
+    is_flag=True,
+    help="Ignore unknown YAML keys with a warning (OMB behaviour) instead of failing.",
+)
+
+
 def names(option: str, text: str | None) -> tuple[str, ...]:
     """``NAME,NAME,...`` as a tuple; an empty name is an error."""
     if text is None:
@@ -125,18 +146,28 @@ def names(option: str, text: str | None) -> tuple[str, ...]:
 
 # -- the run's options (RunOptions) ---------------------------------------------------------
 
-DURATION = click.option(
-    "--duration",
-    metavar="DURATION",
-    callback=duration("--duration"),
-    help="Override testDurationMinutes (30s, 5m, 1h, 1m30s or seconds). URL runs: 1m.",
-)
-WARMUP = click.option(
-    "--warmup",
-    metavar="DURATION",
-    callback=duration("--warmup"),
-    help="Override warmupDurationMinutes (same formats). URL runs: 0.",
-)
+
+def lengths(*, url_runs: bool) -> tuple[Decorator, Decorator]:
+    """``--duration`` and ``--warmup``, which override the workload file's; ``url_runs``: the
+    command also runs from a URL, which has no file, so the help gives a URL run's defaults."""
+    return (
+        click.option(
+            "--duration",
+            metavar="DURATION",
+            callback=duration("--duration"),
+            help="Override testDurationMinutes (30s, 5m, 1h, 1m30s or seconds)."
+            + (" URL runs: 1m." if url_runs else ""),
+        ),
+        click.option(
+            "--warmup",
+            metavar="DURATION",
+            callback=duration("--warmup"),
+            help="Override warmupDurationMinutes (same formats)."
+            + (" URL runs: 0." if url_runs else ""),
+        ),
+    )
+
+
 STATS_INTERVAL = click.option(
     "--stats-interval",
     metavar="DURATION",
@@ -371,7 +402,7 @@ def _display_mode(*, quiet: bool, plain: bool, json_lines: bool) -> str:
 
 # -- the Prometheus endpoint ----------------------------------------------------------------
 
-METRICS = (
+_METRICS = (
     click.option(
         "--metrics-port",
         metavar="PORT",
@@ -402,3 +433,8 @@ def metrics_address(metrics_port: int | None, metrics_host: str | None) -> tuple
             )
         return None
     return metrics_host or DEFAULT_METRICS_HOST, metrics_port
+
+
+METRICS = grouped("metrics", metrics_address, *_METRICS)
+"""``--metrics-port`` and ``--metrics-host``, handed to the command as ``metrics``: the
+:func:`metrics_address` to serve on, or ``None``."""

@@ -1,5 +1,5 @@
 """Files the CLI wrote elsewhere than asked (a full or failing disk): what the console says and
-the exit code that tells a script (see :mod:`loadgen.results.destination`)."""
+the exit code that tells a script (see :mod:`loadgen.result_files.destination`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import click
 
 from loadgen.base.errors import EXIT_FALLBACK, NoPlaceLeft
 from loadgen.cli.options import Output
-from loadgen.results.destination import Destination
+from loadgen.result_files.destination import Destination
 
 T = TypeVar("T")
 

@@ -166,8 +166,9 @@ class RunOutcome:
 
 
 @dataclass(frozen=True)
-class RunReport:
-    """Where the result went, what it says, and the raw outcome behind it."""
+class SavedRun:
+    """A finished run as it was saved: where its result document went, the document, and the
+    outcome it was built from (a report is drawn from the file later)."""
 
     path: Path | None
     """``None`` when no directory took the result (it was printed instead)."""

@@ -1,6 +1,6 @@
 """The run's journal: ``<result stem>.journal`` beside the result, only ever appended to.
 
-One JSON object a line: first the run's :class:`~loadgen.formats.runstart.RunStart`, then one
+One JSON object a line: first the run's :class:`~loadgen.formats.result_json.RunStart`, then one
 record per completed interval: its counters, and its histograms as base64 of
 :func:`loadgen.base.hdr.pack`, not the V2 encoding the hlogs hold: V2 is 4-20 % smaller, but
 :func:`~loadgen.base.hdr.unpack` reads a histogram back several times faster than
@@ -38,7 +38,7 @@ from loadgen.base.files import write_bytes_atomic, write_text_atomic
 from loadgen.engine.spill import PackedHistograms
 from loadgen.engine.stats import IntervalStats, recorded_metrics
 from loadgen.formats.hlog import hlog_line, hlog_path, hlog_text
-from loadgen.formats.runstart import RunStart, result_document, unfinished_outcome
+from loadgen.formats.result_json import RunStart, result_document, unfinished_outcome
 from loadgen.formats.worker_protocol import stats_from_json, stats_to_json
 
 log = logging.getLogger("loadgen.results")

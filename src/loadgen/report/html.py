@@ -21,7 +21,7 @@ from loadgen.engine.stats import END_TO_END, PUBLISH
 from loadgen.formats.json_lines import MB
 from loadgen.report import charts, series
 from loadgen.report.shape import shape_rows
-from loadgen.results.compare import load_result
+from loadgen.result_files.compare import load_result
 
 Result = dict[str, Any]
 IMAGE_FORMATS = ("png", "svg")

@@ -1,2 +1,2 @@
-"""One run, from its request to a result file: the runner, its scenarios, hooks, stop
-handling, SLO judgement and the probe."""
+"""One run, from its request to a result file: the runner, the lifecycle and its scenarios,
+hooks, stop handling, SLO judgement and the probe."""

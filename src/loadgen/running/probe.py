@@ -30,8 +30,8 @@ from loadgen.engine.stats import METRICS as RECORDED
 from loadgen.formats.json_lines import latency_ms
 from loadgen.formats.run_verdicts import consumers_verdict, rate_verdict
 from loadgen.running import thresholds
+from loadgen.running.lifecycle import run_workload
 from loadgen.running.request import RunOptions
-from loadgen.running.scenarios.tailing import run_tailing
 from loadgen.spec import Workload, parse_model
 
 SOURCE = "<probe>"
@@ -129,7 +129,7 @@ def run_probe(
         topic_names=(settings.topic,) if settings.topic else (),
     )
     shown = Listeners((OnInterval(lambda stats, _backlog: on_interval(stats)),))
-    outcome = run_tailing(
+    outcome = run_workload(
         LocalWorker(open_driver(spec)), workload, build_payloads(workload, None), options, shown
     )
     return _verdict(outcome, settings)

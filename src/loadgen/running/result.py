@@ -66,7 +66,8 @@ class Latency:
 
 @dataclass(frozen=True)
 class Result:
-    """One run's outcome. ``document`` is the OMB TestResult JSON the CLI writes."""
+    """One run's result, typed for the API and tests; ``document`` is the result document
+    itself (the OMB TestResult JSON the CLI writes)."""
 
     workload: str
     driver: str

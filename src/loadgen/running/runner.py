@@ -24,21 +24,20 @@ from loadgen.base.redaction import redact
 from loadgen.distributed.placement import open_worker
 from loadgen.engine.listeners import Listeners, RunListener
 from loadgen.engine.local_worker import WORKER_ID
-from loadgen.engine.outcome import RunOutcome, RunReport
+from loadgen.engine.outcome import RunOutcome, SavedRun
 from loadgen.engine.payload import build_payloads
 from loadgen.formats.hlog import write_hlogs
 from loadgen.formats.journal import JournalWriter, journal_path
 from loadgen.formats.metadata import configuration
-from loadgen.formats.result_json import ResultHeader
-from loadgen.formats.runstart import RunStart, result_document
+from loadgen.formats.result_json import ResultHeader, RunStart, result_document
 from loadgen.metrics.board import MetricsBoard
 from loadgen.pipeline.landing import LandingFeed, RunIdentity, open_landing
-from loadgen.results.checkpoint import FINISH_WAIT_S, Checkpoint
-from loadgen.results.destination import Destination
+from loadgen.result_files.checkpoint import FINISH_WAIT_S, Checkpoint
+from loadgen.result_files.destination import Destination
 from loadgen.running import stop
 from loadgen.running.hooks import hook_env, run_after, run_before
+from loadgen.running.lifecycle import run_workload
 from loadgen.running.request import RunRequest
-from loadgen.running.scenarios.tailing import run_tailing
 
 
 @dataclass(frozen=True)
@@ -131,7 +130,7 @@ def execute(
     The hooks run before anything is created and after the topics are gone; a failing
     ``before_run`` command raises :class:`~loadgen.running.hooks.HookFailed` and nothing is run.
     With an ``out_dir``, the run's journal and hlogs are appended there after every interval,
-    under the name the final result will have (:mod:`loadgen.results.checkpoint`); the journal
+    under the name the final result will have (:mod:`loadgen.result_files.checkpoint`); the journal
     is left for :func:`run_one` to remove once the result is written. They go to
     ``destination`` (by default the ``out_dir`` and its fallbacks) when given.
     """
@@ -156,7 +155,7 @@ def execute(
             _on_board(request.metrics, **labels),
             open_worker(spec, workload, request.placement) as worker,
         ):
-            outcome = run_tailing(worker, workload, payloads, request.options, listeners)
+            outcome = run_workload(worker, workload, payloads, request.options, listeners)
             leaving = time.monotonic()
         stop.charge("workers", leaving)  # the worker processes' end
         status = "incomplete" if outcome.incomplete else "complete"
@@ -189,13 +188,13 @@ def result_path(out_dir: Path, request: RunRequest, started_ms: int) -> Path:
     return out_dir / result_name(request, started_ms)
 
 
-def run_one(request: RunRequest, last_resort: TextIO | None = None) -> RunReport:
+def run_one(request: RunRequest, last_resort: TextIO | None = None) -> SavedRun:
     """Run ``request`` and write the result into its ``out_dir``; raise RunAborted if cut short.
 
     The result file is written before RunAborted is raised, so nothing measured is lost; while
     the run goes, its journal holds every completed interval, and goes once the result is there.
     Where the ``out_dir`` fails, the files go to a fallback directory
-    (:mod:`loadgen.results.destination`; the result's ``run.output`` says where and why); where
+    (:mod:`loadgen.result_files.destination`; the result's ``run.output`` says where and why); where
     every place fails, the result is printed as one line of JSON on ``last_resort`` (stdout by
     default) and the report's ``path`` is ``None``.
     """
@@ -211,7 +210,7 @@ def run_one(request: RunRequest, last_resort: TextIO | None = None) -> RunReport
     if outcome.incomplete:
         where = None if path is None else str(path)
         raise RunAborted(outcome.stop_reason or "error", outcome.stop_detail, where)
-    return RunReport(path, result, outcome)
+    return SavedRun(path, result, outcome)
 
 
 def _keep(

@@ -32,8 +32,8 @@ from loadgen.base.files import write_json_atomic
 from loadgen.driver_api import load_driver_class
 from loadgen.driver_api.driver_file import spec_from_dict
 from loadgen.driver_api.driver_spec import DriverSpec
-from loadgen.engine.outcome import RunReport
-from loadgen.results.compare import load_result
+from loadgen.engine.outcome import SavedRun
+from loadgen.result_files.compare import load_result
 from loadgen.spec import Workload, load_yaml, parse_model
 from loadgen.spec.model import field_names
 from loadgen.studies.sweep import point_from_result
@@ -281,7 +281,7 @@ def _varied(all_values: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
 
 
 # -- running ------------------------------------------------------------------------------------
-RunPoint = Callable[[Point], RunReport]
+RunPoint = Callable[[Point], SavedRun]
 
 
 def document_path(out_dir: Path, matrix: Matrix) -> Path:
@@ -341,7 +341,7 @@ def run_matrix(
         if point.key in done:
             continue
         try:
-            report = run_point(point)
+            saved = run_point(point)
         except RunAborted as aborted:
             entries[point.key] = _entry(point, out_dir, None, aborted)
             save()
@@ -355,18 +355,18 @@ def run_matrix(
         except KeyboardInterrupt:  # before or after the measurement: nothing of it to keep
             save()
             raise
-        entries[point.key] = _entry(point, out_dir, report, None)
+        entries[point.key] = _entry(point, out_dir, saved, None)
         save()
     return save()
 
 
 def _entry(
-    point: Point, out_dir: Path, report: RunReport | None, error: LoadgenError | None
+    point: Point, out_dir: Path, saved: SavedRun | None, error: LoadgenError | None
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {"key": point.key, "repeat": point.repeat, "values": dict(point.values)}
-    result_file = report.path if report is not None else _partial(error)
+    result_file = saved.path if saved is not None else _partial(error)
     if result_file is not None:
-        result = load_result(Path(result_file)) if report is None else report.result
+        result = load_result(Path(result_file)) if saved is None else saved.result
         figures = point_from_result(point.workload.producer_rate, str(result_file), result)
         entry.update(figures.to_json())
         written = Path(result_file)  # a fallback directory when the disk of out_dir failed

@@ -22,9 +22,9 @@ from statistics import fmean
 from typing import Any, Literal
 
 from loadgen.base.errors import ConfigError, RunAborted
-from loadgen.engine.outcome import RunReport
+from loadgen.engine.outcome import SavedRun
 from loadgen.formats.verdict_columns import flat_verdicts
-from loadgen.results.compare import load_result
+from loadgen.result_files.compare import load_result
 from loadgen.spec import Workload
 from loadgen.spec.units import RATE_ALLOWED, parse_rate
 
@@ -129,7 +129,7 @@ def at_rate(workload: Workload, rate: float) -> Workload:
 
 
 def measure_point(
-    workload: Workload, rate: float, run: Callable[[Workload], RunReport]
+    workload: Workload, rate: float, run: Callable[[Workload], SavedRun]
 ) -> SweepPoint:
     """Run ``workload`` at ``rate`` with ``run`` (which writes the result file).
 
@@ -137,12 +137,12 @@ def measure_point(
     Ctrl-C ends the sweep.
     """
     try:
-        report = run(at_rate(workload, rate))
+        saved = run(at_rate(workload, rate))
     except RunAborted as aborted:
         if aborted.reason == "interrupted" or aborted.result_path is None:
             raise
         return partial_point(rate, aborted.result_path)
-    return point_from_result(rate, str(report.path), report.result)
+    return point_from_result(rate, str(saved.path), saved.result)
 
 
 def partial_point(rate: float, path: str) -> SweepPoint:

@@ -1,1 +1,2 @@
-"""Scenarios: how a workload is driven (tailing, catch-up and mixed, rate control, outages)."""
+"""The parts of a run the lifecycle (:mod:`loadgen.running.lifecycle`) adds when a workload asks:
+catch-up and mixed runs, rate control, outage watching."""

@@ -25,7 +25,7 @@ from loadgen.base.heap import release_free_memory
 from loadgen.base.thread_names import name_this_thread
 from loadgen.engine.stats import IntervalStats
 from loadgen.formats.journal import JournalWriter
-from loadgen.results.destination import Destination
+from loadgen.result_files.destination import Destination
 
 log = logging.getLogger("loadgen.results")
 

@@ -77,7 +77,7 @@ class Destination:
 
     Used from one thread at a time: the journal's writer thread while the run goes, then the
     run's end once that thread has stopped (a writer abandoned on a hung disk is the exception:
-    it is told to add nothing more, see :meth:`loadgen.results.checkpoint.Checkpoint.close`).
+    it is told to add nothing more, see :meth:`loadgen.result_files.checkpoint.Checkpoint.close`).
     """
 
     def __init__(self, asked: Path, fallbacks: Sequence[Path] | None = None) -> None:

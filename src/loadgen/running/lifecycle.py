@@ -1,4 +1,4 @@
-"""OMB's run lifecycle, which every scenario shares.
+"""OMB's run lifecycle: every run, whatever its scenario, goes through :func:`run_workload`.
 
 create topics → create consumers → create producers → probe that every subscription receives →
 warm-up → [catch-up: build and drain a backlog] → measure → stop producers → drain in-flight
@@ -184,7 +184,7 @@ def _check_inputs(workload: Workload, options: RunOptions) -> None:
             raise ConfigError(message, path=path, value=value, allowed=allowed)
 
 
-def run_tailing(
+def run_workload(
     worker: Worker,
     workload: Workload,
     payloads: list[bytes],

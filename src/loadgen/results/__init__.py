@@ -1,1 +1,0 @@
-"""Results: OMB-compatible TestResult JSON and the files it is written to."""

@@ -381,3 +381,43 @@ def test_a_job_killed_mid_stream_resumes_and_every_interval_lands_exactly_once(t
     assert sorted(row["metric"] for row in runs) == sorted(METRICS)
     assert all(row["count"] == 2000 * INTERVALS and row["complete"] for row in runs)
     assert table(out, "quarantine") == []
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory) -> Path:
+    """The bin folder of a Python with nothing installed (no numpy, pyarrow or pandas)."""
+    venv = tmp_path_factory.mktemp("bare-python")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    return venv / "bin"
+
+
+def test_a_local_job_runs_its_tasks_in_loadgens_python_not_the_python3_on_path(
+    tmp_path, bare_python
+):
+    """loadgen run by its full path (pipx, systemd, cron) with another python3 first on PATH;
+    the ready report says which metric its latencies are."""
+    landing, out = tmp_path / "landing", tmp_path / "tables"
+    land_two_workers(landing, 0.0)
+    path = f"{bare_python}{os.pathsep}{os.environ['PATH']}"
+    elsewhere = {**{k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}, "PATH": path}
+    done = loadgen("pipeline", "ingest", landing, "--out", out, "--once", env=elsewhere)
+    assert done.returncode == 0, done.stderr
+    assert sorted(row["metric"] for row in table(out, "runs")) == sorted(METRICS)
+    report = loadgen(
+        "pipeline", "query", out, "--report", "runs", "--metric", PUBLISH, "--json", env=elsewhere
+    )
+    assert report.returncode == 0, report.stderr
+    rows = [json.loads(line) for line in report.stdout.splitlines()]
+    assert [(row["run_id"], row["metric"]) for row in rows] == [("killed", PUBLISH)]
+
+
+def test_a_module_missing_from_the_executors_python_is_named_in_one_line(tmp_path, bare_python):
+    landing, out = tmp_path / "landing", tmp_path / "tables"
+    land_two_workers(landing, 0.0)
+    executors = {**os.environ, "PYSPARK_PYTHON": str(bare_python / "python")}
+    done = loadgen("pipeline", "ingest", landing, "--out", out, "--once", env=executors)
+    assert done.returncode == 1, done.stderr
+    *_, line = done.stderr.splitlines()  # after the local executor's own log of the failure
+    assert line.startswith("error: the ingest job failed in batch 0: the executors' Python")
+    assert f"({bare_python / 'python'}) has no module 'pyarrow'" in line
+    assert "pip install numpy pyarrow pandas" in line

@@ -1,6 +1,8 @@
 """The recorders, both engines: what they record, that a take never splits a message, and that
 both take the same arguments and fail the same way, storing a row whole or not at all."""
 
+import dis
+import itertools
 import shutil
 import subprocess
 import sys
@@ -12,11 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.base import hdr
+from loadgen.base import hdr, hdr_core
 from loadgen.driver_api import prefixed_deliveries
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.driver_api.stamp import PREFIX_BYTES, PREFIX_MARK, pack_prefixed
+from loadgen.engine import burst as bursts
 from loadgen.engine import recorder as recorders
+from loadgen.engine.accounting import PARTITION_LIMIT
 from loadgen.engine.local_worker import LocalWorker
 from loadgen.engine.slow_consumer import delayed
 from loadgen_drivers.memory import Driver
@@ -316,6 +320,10 @@ CONSUMER_MISFITS = [
     pytest.param((b"x", 2**63, 0, NOW, 0), OverflowError, id="sent"),  # its latency would fit
     pytest.param((b"x", NOW, 1.0, NOW, 0), TypeError, id="float id"),
     pytest.param((None, NOW, 0, NOW, 0), TypeError, id="payload without a length"),
+    # partition + 1 must fit in a stream key's seq bits (-1: the client cannot tell)
+    pytest.param((b"x", NOW, 0, NOW, PARTITION_LIMIT), ValueError, id="partition too high"),
+    pytest.param((b"x", NOW, 0, NOW, INT64_MAX), ValueError, id="partition int64 max"),
+    pytest.param((b"x", NOW, 0, NOW, -2), ValueError, id="partition below -1"),
 ]
 
 
@@ -328,7 +336,7 @@ def test_a_delivery_value_past_64_bits_stores_no_part_of_its_row(
     recorder.on_message(b"good", now - 1_000_000, 1, now - 1_000_000, 0)
     with pytest.raises(error):
         recorder.on_message(*(now if value is NOW else value for value in arguments))
-    recorder.on_message(b"good", now - 1_000_000, 2, now - 1_000_000, 0)
+    recorder.on_message(b"good", now - 1_000_000, 2, now - 1_000_000, PARTITION_LIMIT - 1)
     stats = a_snapshot_of(consumer=recorder)
     assert (stats.received, stats.bytes_received) == (2, 8)
     assert stats.histogram("endToEnd").total == 2
@@ -354,15 +362,15 @@ def test_take_hands_over_every_row_and_leaves_every_column_empty(
     assert (consumed.received, consumed.received_bytes) == (0, 0)
 
 
-def taken_with_allocations_failing_after(take, allocations: int) -> bool:
-    """Call ``take()`` with every allocation from the ``allocations``-th on failing (CPython's
+def returned_with_allocations_failing_after(call, allocations: int) -> bool:
+    """Call ``call()`` with every allocation from the ``allocations``-th on failing (CPython's
     own fault injection, ``_testcapi.set_nomemory``); whether it returned."""
     testcapi = pytest.importorskip("_testcapi")
     if threading.active_count() > 1:
         pytest.skip("another thread could run, and fail to allocate, while allocations fail")
     testcapi.set_nomemory(allocations, 0)
     try:
-        take()
+        call()
     except MemoryError:
         return False
     finally:
@@ -438,7 +446,7 @@ def test_a_take_that_runs_out_of_memory_leaves_every_column_as_it_was(kind, fill
     assert all(whole) and whole
     for allocations in range(2000):
         recorder = filled(kind)
-        if taken_with_allocations_failing_after(recorder.take, allocations):
+        if returned_with_allocations_failing_after(recorder.take, allocations):
             break
         assert columns(recorder.take()) == whole, f"after failing at allocation {allocations}"
     else:
@@ -446,18 +454,83 @@ def test_a_take_that_runs_out_of_memory_leaves_every_column_as_it_was(kind, fill
     assert allocations > 0
 
 
+@pytest.mark.skipif(
+    bursts._burst is None or recorders._hotpath is None, reason="the C engine is not built"
+)
+def test_a_burst_acknowledgement_that_runs_out_of_memory_records_no_part_of_its_message():
+    """A call that is its own acknowledgement is recorded in one C call (delay, latencies, id):
+    allocation by allocation, one that fails records none of them."""
+    for allocations in range(500):
+        core = recorders._hotpath.ProducerCore(recorders.core_layout("publish"))
+        target = ({}.get, (None, None), 0, 1, -1)  # value, key; acknowledged as it returns
+        burst = bursts._burst.Burst([target], [bytes(PREFIX_BYTES)], None, core.bind, [0], 0)
+        run_one = partial(burst.run, 0, 1, 0, 1.0)
+        sent = returned_with_allocations_failing_after(run_one, allocations)
+        assert producer_columns(core.take()) == [int(sent)] * 4, f"failing at {allocations}"
+        if sent:
+            break
+    else:
+        pytest.fail("run() never succeeded")
+    assert allocations > 0
+
+
+OUT_OF_MEMORY_TESTS = {
+    "test_a_take_that_runs_out_of_memory_leaves_every_column_as_it_was": len(TAKES),
+    "test_a_burst_acknowledgement_that_runs_out_of_memory_records_no_part_of_its_message": int(
+        bursts._burst is not None and recorders._hotpath is not None
+    ),
+}
+
+
 def test_the_out_of_memory_takes_run_in_a_process_of_their_own():
-    """In a suite, threads of earlier tests still run and the test above skips: its takes run
-    here in a fresh interpreter, where this one is the only thread."""
+    """In a suite, threads of earlier tests still run and the tests above skip: they run here
+    in a fresh interpreter, where this one is the only thread."""
     if threading.active_count() == 1:
-        pytest.skip("this process has no other thread: the test above ran here")
+        pytest.skip("this process has no other thread: the tests above ran here")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-         f"{__file__}::test_a_take_that_runs_out_of_memory_leaves_every_column_as_it_was"],
+         *(f"{__file__}::{name}" for name in OUT_OF_MEMORY_TESTS)],
         capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2],
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{len(TAKES)} passed" in done.stdout, done.stdout
+    assert f"{sum(OUT_OF_MEMORY_TESTS.values())} passed" in done.stdout, done.stdout
+
+
+def test_a_take_after_any_call_of_an_acknowledgement_splits_no_message():
+    """CPython 3.11 may switch threads after any call: a take() there (here, from a tracer)
+    finds an acknowledgement's latencies and id all in one interval, none in another. The C
+    engine records an acknowledgement in one C call."""
+    recorder = recorders.PythonProducerRecorder()
+    code = recorder._acknowledge.__code__
+    after_calls = {
+        after.offset
+        for call, after in itertools.pairwise(dis.get_instructions(code))
+        if call.opname.startswith("CALL")
+    }
+    samples = []
+
+    def take_after_calls(frame, event, arg):
+        if frame.f_code is not code:
+            return None
+        frame.f_trace_opcodes = True
+        if event == "opcode" and frame.f_lasti in after_calls:
+            samples.append(recorder.take())
+        return take_after_calls
+
+    now = time.perf_counter_ns()
+    acks = [recorder.bind(message_id, now, now) for message_id in range(3)]
+    previous = sys.gettrace()
+    sys.settrace(take_after_calls)
+    try:
+        for ack in acks:
+            ack(None)
+    finally:
+        sys.settrace(previous)
+    samples.append(recorder.take())
+    assert len(samples) > len(acks), "no take ran between calls"
+    for sample in samples:
+        assert sample.publish.total == sample.publish_from_intended.total == sample.acked_count
+    assert sorted(itertools.chain(*(s.acked_ids().tolist() for s in samples))) == [0, 1, 2]
 
 
 # delays in ns around the layouts' bucket edges and past their highest trackable values
@@ -556,3 +629,79 @@ def test_a_driver_finds_the_recorder_behind_on_message_and_nothing_behind_a_wrap
     assert found is not None and found.on_prefixed_many([], 0, 0) == 0
     assert prefixed_deliveries(lambda *delivery: None) is None
     assert prefixed_deliveries(delayed(recorder.on_message, [0.0])) is None
+
+
+@pytest.mark.parametrize(
+    ("sent_ns", "intended_ns"),
+    [pytest.param(INT64_MIN, 0, id="send time"), pytest.param(0, INT64_MIN, id="intended time")],
+)
+def test_a_stamp_whose_times_give_no_latency_is_counted_foreign_not_raised(
+    consumer_recorder, sent_ns, intended_ns
+):
+    """A garbled or foreign payload that starts with the mark must not stop a consumer thread:
+    it is skipped, counted, and not handed back to the driver to read again."""
+    now = time.time_ns()
+    recorder = consumer_recorder()
+    garbled = stamped(bytes(64), sent_ns, 7, intended_ns)
+    good = stamped(bytes(64), now - 1_000_000, 8, now - 2_000_000)
+    assert recorder.on_prefixed(garbled, 0) is True
+    assert recorder.on_prefixed_many([good, garbled, good], 0, 1) == 3
+    sample = recorder.take()
+    assert recorder.foreign == 2
+    assert (sample.received, sample.received_bytes, list(sample.identities)) == (2, 128, [8, 1] * 2)
+    assert sample.end_to_end.total == 2 and sample.negative == 0
+
+
+@pytest.mark.skipif(recorders._hotpath is None, reason="loadgen.engine._hotpath is not built")
+def test_a_core_is_made_whole_or_not_at_all():
+    """Every part of a core is made with it, so no entry point meets a half-made one: without
+    its layout there is none, and receipts made without arguments have their limit. In a
+    process of its own: a half-made core crashed it."""
+    script = """
+from loadgen.engine import _hotpath
+from loadgen.engine.recorder import core_layout
+for kind in (_hotpath.ProducerCore, _hotpath.ConsumerCore):
+    try:
+        kind.__new__(kind)
+    except TypeError:
+        pass
+    else:
+        raise SystemExit(f"{kind.__name__} made without a layout")
+producer = _hotpath.ProducerCore.__new__(_hotpath.ProducerCore, core_layout("publish"))
+producer.bind(0, 0, 0)(None)
+receipts = _hotpath.Receipts.__new__(_hotpath.Receipts)
+consumer = _hotpath.ConsumerCore.__new__(_hotpath.ConsumerCore, core_layout("endToEnd"), receipts)
+for seq in (5000, 5, 6):
+    consumer.on_message(b"x", 0, (3 << 40) + seq, 0, 0)
+print(len(producer.take()[3]), len(receipts.take()[0]) // 16)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == ["16", "2"]
+
+
+@pytest.mark.skipif(recorders._hotpath is None, reason="loadgen.engine._hotpath is not built")
+@pytest.mark.parametrize(
+    ("field", "change"),
+    [
+        pytest.param(0, lambda highest: highest * 4, id="highest past counts_len"),
+        pytest.param(3, lambda half_count: half_count * 2, id="half_count"),
+        pytest.param(4, lambda mask: 0, id="mask 0"),
+        pytest.param(5, lambda counts_len: counts_len - 1, id="counts_len"),
+    ],
+)
+def test_a_layout_its_magnitudes_do_not_give_is_refused(field, change):
+    """A layout whose counts do not reach its highest value would count past the last page."""
+    layout = list(recorders.core_layout("endToEnd"))
+    layout[field] = change(layout[field])
+    for kind in (recorders._hotpath.ProducerCore, recorders._hotpath.ConsumerCore):
+        with pytest.raises(ValueError, match="inconsistent"):
+            kind(tuple(layout))
+
+
+@pytest.mark.skipif(recorders._hotpath is None, reason="loadgen.engine._hotpath is not built")
+def test_every_metrics_layout_is_accepted():
+    for metric in hdr_core.HIGHEST_TRACKABLE_US:
+        recorders._hotpath.ProducerCore(recorders.core_layout(metric))

@@ -429,28 +429,31 @@ static PyTypeObject BurstType = {
     .tp_methods = burst_methods,
 };
 
-static struct PyModuleDef burst_module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "loadgen.engine._burst",
-    .m_doc = "The producer loop's burst in C (see loadgen.engine.burst).",
-    .m_size = -1,
-};
-
-PyMODINIT_FUNC PyInit__burst(void) {
+static int burst_exec(PyObject *module) {
     if (PyType_Ready(&BurstType) < 0) {
-        return NULL;
+        return -1;
     }
     producer_api = PyCapsule_Import(PRODUCER_API_CAPSULE, 0);
     if (producer_api == NULL) {
         PyErr_Clear(); /* no compiled recorders: bind is called as any callable */
     }
-    PyObject *module = PyModule_Create(&burst_module);
-    if (module == NULL) {
-        return NULL;
+    if (PyModule_AddObjectRef(module, "Burst", (PyObject *)&BurstType) < 0 ||
+        add_stamp_constants(module) < 0) {
+        return -1;
     }
-    if (PyModule_AddObjectRef(module, "Burst", (PyObject *)&BurstType) < 0) {
-        Py_DECREF(module);
-        return NULL;
-    }
-    return module;
+    return 0;
+}
+
+static PyModuleDef_Slot burst_slots[] = {MODULE_SLOTS(burst_exec)};
+
+static struct PyModuleDef burst_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "loadgen.engine._burst",
+    .m_doc = "The producer loop's burst in C (see loadgen.engine.burst).",
+    .m_size = 0,
+    .m_slots = burst_slots,
+};
+
+PyMODINIT_FUNC PyInit__burst(void) {
+    return PyModuleDef_Init(&burst_module);
 }

@@ -57,6 +57,22 @@ typedef struct {
     Py_ssize_t page_count;
 } Histogram;
 
+/* HdrHistogram's geometry for lowest 1 << unit_magnitude, `highest` and a sub-bucket half count
+ * of 1 << half_magnitude, as loadgen.base.hdr_core.layout computes it: a layout is accepted only
+ * if it is this, so counts_index stays below counts_len and the mask is never 0. */
+static Layout layout_of(int64_t highest, int64_t unit_magnitude, int64_t half_magnitude) {
+    int64_t half_count = INT64_C(1) << half_magnitude;
+    uint64_t smallest_untrackable = (uint64_t)(2 * half_count) << unit_magnitude;
+    int64_t buckets = 1;
+    while (smallest_untrackable <= (uint64_t)highest) {
+        smallest_untrackable <<= 1;
+        buckets++;
+    }
+    int64_t mask = (2 * half_count - 1) << unit_magnitude;
+    return (Layout){highest, unit_magnitude, half_magnitude, half_count, mask,
+                    (Py_ssize_t)((buckets + 1) * half_count)};
+}
+
 static int layout_from(PyObject *tuple, Layout *out) {
     long long values[6];
     if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 6) {
@@ -71,12 +87,16 @@ static int layout_from(PyObject *tuple, Layout *out) {
             return -1;
         }
     }
-    if (values[0] < 1 || values[2] < 1 || values[2] > 40 || values[1] < 0 || values[1] > 20 ||
-        values[5] < 1) {
+    if (values[0] < 1 || values[2] < 1 || values[2] > 40 || values[1] < 0 || values[1] > 20) {
         PyErr_SetString(PyExc_ValueError, "not an HdrHistogram layout");
         return -1;
     }
-    *out = (Layout){values[0], values[1], values[2], values[3], values[4], (Py_ssize_t)values[5]};
+    *out = layout_of(values[0], values[1], values[2]);
+    if (out->half_count != values[3] || out->mask != values[4] || out->counts_len != values[5]) {
+        PyErr_SetString(PyExc_ValueError, "an inconsistent HdrHistogram layout: half_count, mask "
+                                          "or counts_len is not what the magnitudes give");
+        return -1;
+    }
     return 0;
 }
 
@@ -236,12 +256,15 @@ static int nonnegative(int64_t latency, const char *what) {
     return 0;
 }
 
-static int producer_ack(ProducerCore *core, int64_t message_id, int64_t intended_ns,
-                        int64_t sent_ns, PyObject *error) {
-    if (error != NULL && error != Py_None) {
-        core->errors++;
-        return 0;
-    }
+/* Where an acknowledgement's latencies are counted (their pages reserved). */
+typedef struct {
+    Py_ssize_t publish;
+    Py_ssize_t from_intended;
+} AckSlots;
+
+/* An acknowledgement received now, checked and made room for: nothing is stored. */
+static int producer_ack_prepare(ProducerCore *core, int64_t message_id, int64_t intended_ns,
+                                int64_t sent_ns, AckSlots *at) {
     int64_t now = clock_ns(CLOCK_MONOTONIC);
     int64_t latency, corrected;
     if (difference(now, sent_ns, &latency) < 0 || difference(now, intended_ns, &corrected) < 0 ||
@@ -249,17 +272,35 @@ static int producer_ack(ProducerCore *core, int64_t message_id, int64_t intended
         nonnegative(corrected, "publish latency from the intended time") < 0) {
         return -1;
     }
-    Py_ssize_t at = counts_index(&core->publish.layout, latency);
-    Py_ssize_t at_corrected = counts_index(&core->from_intended.layout, corrected);
-    if (histogram_reserve(&core->publish, at) < 0 ||
-        histogram_reserve(&core->from_intended, at_corrected) < 0 ||
+    at->publish = counts_index(&core->publish.layout, latency);
+    at->from_intended = counts_index(&core->from_intended.layout, corrected);
+    if (histogram_reserve(&core->publish, at->publish) < 0 ||
+        histogram_reserve(&core->from_intended, at->from_intended) < 0 ||
         acked_reserve(&core->acked, message_id) < 0) {
         return -1;
     }
-    histogram_count(&core->publish, at);
-    histogram_count(&core->from_intended, at_corrected);
+    return 0;
+}
+
+/* Store what producer_ack_prepare made room for; cannot fail. */
+static void producer_ack_store(ProducerCore *core, int64_t message_id, const AckSlots *at) {
+    histogram_count(&core->publish, at->publish);
+    histogram_count(&core->from_intended, at->from_intended);
     acked_store(&core->acked, message_id);
     core->acked_count++;
+}
+
+static int producer_ack(ProducerCore *core, int64_t message_id, int64_t intended_ns,
+                        int64_t sent_ns, PyObject *error) {
+    if (error != NULL && error != Py_None) {
+        core->errors++;
+        return 0;
+    }
+    AckSlots at;
+    if (producer_ack_prepare(core, message_id, intended_ns, sent_ns, &at) < 0) {
+        return -1;
+    }
+    producer_ack_store(core, message_id, &at);
     return 0;
 }
 typedef struct {
@@ -360,46 +401,48 @@ static void producer_dealloc(ProducerCore *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* ProducerCore(layout): the publish metrics' layout (loadgen.base.hdr_core.Layout's fields). */
-static int producer_init(ProducerCore *self, PyObject *args, PyObject *kwargs) {
+/* ProducerCore(layout): the publish metrics' layout (loadgen.base.hdr_core.Layout's fields).
+ * Built whole in tp_new, so no entry point ever sees a core without its histograms. */
+static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"layout", NULL};
     PyObject *given;
     Layout layout;
-    if (self->publish.pages != NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "a ProducerCore is initialised once");
-        return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:ProducerCore", names, &given) ||
+        layout_from(given, &layout) < 0) {
+        return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O:ProducerCore", &given) || layout_from(given, &layout) < 0 ||
-        histogram_init(&self->publish, &layout) < 0 || histogram_init(&self->delay, &layout) < 0 ||
-        histogram_init(&self->from_intended, &layout) < 0) {
-        return -1;
+    ProducerCore *self = (ProducerCore *)type->tp_alloc(type, 0);
+    if (self != NULL && (histogram_init(&self->publish, &layout) < 0 ||
+                         histogram_init(&self->delay, &layout) < 0 ||
+                         histogram_init(&self->from_intended, &layout) < 0)) {
+        Py_CLEAR(self);
     }
-    return 0;
+    return (PyObject *)self;
 }
 
-/* Records the publish delay (sent - intended): the first half of a message's recording. */
-static int producer_sent(ProducerCore *core, int64_t intended_ns, int64_t sent_ns) {
+/* The publish delay (sent - intended) checked and its page reserved: *at is where it counts. */
+static int producer_sent_prepare(ProducerCore *core, int64_t intended_ns, int64_t sent_ns,
+                                 Py_ssize_t *at) {
     int64_t delay;
     if (difference(sent_ns, intended_ns, &delay) < 0 || nonnegative(delay, "publish delay") < 0) {
         return -1;
     }
-    Py_ssize_t at = counts_index(&core->delay.layout, delay);
-    if (histogram_reserve(&core->delay, at) < 0) {
-        return -1;
-    }
-    histogram_count(&core->delay, at);
-    return 0;
+    *at = counts_index(&core->delay.layout, delay);
+    return histogram_reserve(&core->delay, *at);
 }
 
 static PyObject *bind_values(PyObject *core, int64_t message_id, int64_t intended_ns,
                              int64_t sent_ns) {
+    ProducerCore *producer = (ProducerCore *)core;
+    Py_ssize_t at;
+    if (producer_sent_prepare(producer, intended_ns, sent_ns, &at) < 0) {
+        return NULL;
+    }
     Ack *ack = PyObject_New(Ack, &AckType);
     if (ack == NULL) {
         return NULL;
     }
-    if (producer_sent((ProducerCore *)core, intended_ns, sent_ns) < 0) {
-        PyObject_Free(ack);
-        return NULL;
-    }
+    histogram_count(&producer->delay, at);
     ack->core = (ProducerCore *)Py_NewRef(core);
     ack->message_id = message_id;
     ack->intended_ns = intended_ns;
@@ -410,10 +453,15 @@ static PyObject *bind_values(PyObject *core, int64_t message_id, int64_t intende
 static int sent_and_acked(PyObject *core, int64_t message_id, int64_t intended_ns,
                           int64_t sent_ns) {
     ProducerCore *producer = (ProducerCore *)core;
-    if (producer_sent(producer, intended_ns, sent_ns) < 0) {
+    Py_ssize_t delay_at;
+    AckSlots at;
+    if (producer_sent_prepare(producer, intended_ns, sent_ns, &delay_at) < 0 ||
+        producer_ack_prepare(producer, message_id, intended_ns, sent_ns, &at) < 0) {
         return -1;
     }
-    return producer_ack(producer, message_id, intended_ns, sent_ns, Py_None);
+    histogram_count(&producer->delay, delay_at);
+    producer_ack_store(producer, message_id, &at);
+    return 0;
 }
 
 /* bind(message_id, intended_ns, sent_ns) -> Ack; records the publish delay (sent - intended). */
@@ -514,8 +562,7 @@ static PyTypeObject ProducerCoreType = {
               "points.",
     .tp_basicsize = sizeof(ProducerCore),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)producer_init,
+    .tp_new = producer_new,
     .tp_dealloc = (destructor)producer_dealloc,
     .tp_methods = producer_methods,
     .tp_getset = producer_getset,
@@ -544,6 +591,7 @@ typedef struct {
     long long negative;
     long long negative_uncorrected;
     long long bytes_total;
+    long long foreign; /* stamped payloads whose times give no 64-bit latency: not recorded */
 } ConsumerCore;
 
 static void consumer_dealloc(ConsumerCore *self) {
@@ -559,29 +607,31 @@ static void consumer_dealloc(ConsumerCore *self) {
 
 /* ConsumerCore(layout, receipts=None): the end-to-end metrics' layout; the subscription's
  * Receipts to keep the accounting in as deliveries come, else each delivery's identity is
- * handed over. */
-static int consumer_init(ConsumerCore *self, PyObject *args, PyObject *kwargs) {
+ * handed over. Built whole in tp_new, so no entry point ever sees a core without its
+ * histograms. */
+static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"layout", "receipts", NULL};
     PyObject *given, *receipts = Py_None;
     Layout layout;
-    if (self->e2e.pages != NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "a ConsumerCore is initialised once");
-        return -1;
-    }
-    if (!PyArg_ParseTuple(args, "O|O:ConsumerCore", &given, &receipts)) {
-        return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:ConsumerCore", names, &given,
+                                     &receipts) ||
+        layout_from(given, &layout) < 0) {
+        return NULL;
     }
     if (receipts != Py_None && !PyObject_TypeCheck(receipts, &ReceiptsType)) {
         PyErr_SetString(PyExc_TypeError, "ConsumerCore(layout, receipts): a Receipts or None");
-        return -1;
+        return NULL;
     }
-    if (layout_from(given, &layout) < 0 ||
-        histogram_init(&self->e2e, &layout) < 0 ||
-        histogram_init(&self->from_intended, &layout) < 0 ||
-        histogram_init(&self->uncorrected, &layout) < 0) {
-        return -1;
+    ConsumerCore *self = (ConsumerCore *)type->tp_alloc(type, 0);
+    if (self != NULL && (histogram_init(&self->e2e, &layout) < 0 ||
+                         histogram_init(&self->from_intended, &layout) < 0 ||
+                         histogram_init(&self->uncorrected, &layout) < 0)) {
+        Py_CLEAR(self);
     }
-    self->receipts = receipts == Py_None ? NULL : (Receipts *)Py_NewRef(receipts);
-    return 0;
+    if (self != NULL) {
+        self->receipts = receipts == Py_None ? NULL : (Receipts *)Py_NewRef(receipts);
+    }
+    return (PyObject *)self;
 }
 
 /* Room for what consumer_account stores for message_id; *window is the receipts' window to
@@ -634,19 +684,40 @@ static int64_t shift_of(const ConsumerCore *core, int64_t message_id) {
     return core->shifts[number];
 }
 
-/* One delivery: its latencies into the histograms (a negative one counted instead), its id and
- * partition into the identities, all or nothing. */
-static int consumer_record(ConsumerCore *core, Py_ssize_t size, int64_t sent_ns,
-                           int64_t message_id, int64_t intended_ns, int64_t partition) {
+/* A delivery's end-to-end latencies: as measured (raw) and corrected for the clocks. */
+typedef struct {
+    int64_t raw;
+    int64_t e2e;
+    int64_t from_intended;
+} Latencies;
+
+/* The latencies of a delivery received now; -1 with OverflowError set (the only error) if one
+ * does not fit in 64 bits. */
+static int consumer_latencies(const ConsumerCore *core, int64_t sent_ns, int64_t message_id,
+                              int64_t intended_ns, Latencies *out) {
     int64_t now = clock_ns(CLOCK_REALTIME);
-    int64_t raw, raw_from_intended, e2e, from_intended;
+    int64_t raw_from_intended;
     int64_t shift = core->shifts != NULL ? shift_of(core, message_id) : 0;
-    if (difference(now, sent_ns, &raw) < 0 ||
+    if (difference(now, sent_ns, &out->raw) < 0 ||
         difference(now, intended_ns, &raw_from_intended) < 0 ||
-        difference(raw, shift, &e2e) < 0 ||
-        difference(raw_from_intended, shift, &from_intended) < 0) {
+        difference(out->raw, shift, &out->e2e) < 0 ||
+        difference(raw_from_intended, shift, &out->from_intended) < 0) {
         return -1;
     }
+    return 0;
+}
+
+/* One delivery: its latencies into the histograms (a negative one counted instead), its id and
+ * partition into the identities, all or nothing. A partition is -1 (unknown) or below
+ * PARTITION_LIMIT: partition + 1 is the low bits of its stream's key. */
+static int consumer_record(ConsumerCore *core, Py_ssize_t size, const Latencies *latencies,
+                           int64_t message_id, int64_t partition) {
+    if (partition < -1 || partition >= PARTITION_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "partition %lld is not -1 or in [0, %lld)",
+                     (long long)partition, (long long)PARTITION_LIMIT);
+        return -1;
+    }
+    int64_t raw = latencies->raw, e2e = latencies->e2e, from_intended = latencies->from_intended;
     int corrected = core->shifts != NULL;
     Py_ssize_t at = e2e >= 0 ? counts_index(&core->e2e.layout, e2e) : -1;
     Py_ssize_t at_intended =
@@ -690,9 +761,11 @@ static PyObject *consumer_on_message(ConsumerCore *self, PyObject *const *args,
         return NULL;
     }
     int64_t sent_ns, message_id, intended_ns, partition;
+    Latencies latencies;
     if (as_int64(args[1], &sent_ns) < 0 || as_int64(args[2], &message_id) < 0 ||
         as_int64(args[3], &intended_ns) < 0 || as_int64(args[4], &partition) < 0 ||
-        consumer_record(self, size, sent_ns, message_id, intended_ns, partition) < 0) {
+        consumer_latencies(self, sent_ns, message_id, intended_ns, &latencies) < 0 ||
+        consumer_record(self, size, &latencies, message_id, partition) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -707,16 +780,24 @@ static int64_t big_endian_int64(const unsigned char *bytes) {
 }
 
 /* Record `payload` if it starts with loadgen's stamp (loadgen.driver_api.stamp): 1 if it did, 0
- * (recording nothing) if it does not or is not bytes, -1 with an error set. */
+ * (recording nothing) if it does not or is not bytes, -1 with an error set. A stamp whose times
+ * give no 64-bit latency is garbled or not loadgen's: counted foreign, not recorded, and 1, so
+ * that no driver reads it again and fails on it. */
 static int consumer_record_prefixed(ConsumerCore *core, PyObject *payload, int64_t partition) {
     if (!PyBytes_CheckExact(payload) || PyBytes_GET_SIZE(payload) < PREFIX_BYTES ||
         memcmp(PyBytes_AS_STRING(payload), PREFIX_MARK, 8) != 0) {
         return 0;
     }
     const unsigned char *stamp = (const unsigned char *)PyBytes_AS_STRING(payload) + 8;
-    if (consumer_record(core, PyBytes_GET_SIZE(payload), big_endian_int64(stamp),
-                        big_endian_int64(stamp + 8), big_endian_int64(stamp + 16),
-                        partition) < 0) {
+    int64_t message_id = big_endian_int64(stamp + 8);
+    Latencies latencies;
+    if (consumer_latencies(core, big_endian_int64(stamp), message_id,
+                           big_endian_int64(stamp + 16), &latencies) < 0) {
+        PyErr_Clear();
+        core->foreign++;
+        return 1;
+    }
+    if (consumer_record(core, PyBytes_GET_SIZE(payload), &latencies, message_id, partition) < 0) {
         return -1;
     }
     return 1;
@@ -855,6 +936,8 @@ static PyGetSetDef consumer_getset[] = {
 static PyMemberDef consumer_members[] = {
     {"bytes_total", T_LONGLONG, offsetof(ConsumerCore, bytes_total), READONLY,
      "Payload bytes received so far."},
+    {"foreign", T_LONGLONG, offsetof(ConsumerCore, foreign), READONLY,
+     "Stamped payloads skipped so far because their times give no 64-bit latency."},
     {NULL},
 };
 
@@ -865,8 +948,7 @@ static PyTypeObject ConsumerCoreType = {
               "points.",
     .tp_basicsize = sizeof(ConsumerCore),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)consumer_init,
+    .tp_new = consumer_new,
     .tp_dealloc = (destructor)consumer_dealloc,
     .tp_methods = consumer_methods,
     .tp_getset = consumer_getset,
@@ -889,38 +971,42 @@ static PyMethodDef module_methods[] = {
     {NULL},
 };
 
-static struct PyModuleDef hotpath_module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "loadgen.engine._hotpath",
-    .m_doc = "The recorders' per-message work in C (see loadgen.engine.recorder).",
-    .m_size = -1,
-    .m_methods = module_methods,
-};
-
-PyMODINIT_FUNC PyInit__hotpath(void) {
+static int hotpath_exec(PyObject *module) {
     if (PyType_Ready(&AckType) < 0 || PyType_Ready(&ProducerCoreType) < 0 ||
         PyType_Ready(&ConsumerCoreType) < 0 || PyType_Ready(&ReceiptsType) < 0) {
-        return NULL;
-    }
-    PyObject *module = PyModule_Create(&hotpath_module);
-    if (module == NULL) {
-        return NULL;
+        return -1;
     }
     static ProducerApi api = {core_of, bind_values, sent_and_acked};
     PyObject *unstamped = PyLong_FromLongLong(UNSTAMPED_BELOW);
+    PyObject *partitions = PyLong_FromLongLong(PARTITION_LIMIT);
     PyObject *capsule = PyCapsule_New(&api, PRODUCER_API_CAPSULE, NULL);
-    if (unstamped == NULL || capsule == NULL ||
+    int failed =
+        unstamped == NULL || partitions == NULL || capsule == NULL ||
         PyModule_AddObjectRef(module, "PRODUCER_API", capsule) < 0 ||
         PyModule_AddObjectRef(module, "ProducerCore", (PyObject *)&ProducerCoreType) < 0 ||
         PyModule_AddObjectRef(module, "ConsumerCore", (PyObject *)&ConsumerCoreType) < 0 ||
         PyModule_AddObjectRef(module, "Receipts", (PyObject *)&ReceiptsType) < 0 ||
-        PyModule_AddObjectRef(module, "UNSTAMPED_BELOW", unstamped) < 0) {
-        Py_XDECREF(unstamped);
-        Py_XDECREF(capsule);
-        Py_DECREF(module);
-        return NULL;
-    }
-    Py_DECREF(unstamped);
-    Py_DECREF(capsule);
-    return module;
+        PyModule_AddObjectRef(module, "UNSTAMPED_BELOW", unstamped) < 0 ||
+        PyModule_AddObjectRef(module, "PARTITION_LIMIT", partitions) < 0 ||
+        PyModule_AddIntConstant(module, "SEQ_BITS", SEQ_BITS) < 0 ||
+        add_stamp_constants(module) < 0;
+    Py_XDECREF(unstamped);
+    Py_XDECREF(partitions);
+    Py_XDECREF(capsule);
+    return failed ? -1 : 0;
+}
+
+static PyModuleDef_Slot hotpath_slots[] = {MODULE_SLOTS(hotpath_exec)};
+
+static struct PyModuleDef hotpath_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "loadgen.engine._hotpath",
+    .m_doc = "The recorders' per-message work in C (see loadgen.engine.recorder).",
+    .m_size = 0,
+    .m_methods = module_methods,
+    .m_slots = hotpath_slots,
+};
+
+PyMODINIT_FUNC PyInit__hotpath(void) {
+    return PyModuleDef_Init(&hotpath_module);
 }

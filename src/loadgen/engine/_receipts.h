@@ -29,6 +29,9 @@
 /* loadgen.engine.accounting: a message id is (producer number << SEQ_BITS) | seq. */
 #define SEQ_BITS 40
 #define SEQ_MASK ((INT64_C(1) << SEQ_BITS) - 1)
+/* loadgen.engine.accounting.PARTITION_LIMIT: a partition is -1 (unknown) or below this, so that
+ * partition + 1 fits in the seq bits of a (producer, partition) stream's key. */
+#define PARTITION_LIMIT SEQ_MASK
 /* loadgen.driver_api.NO_MESSAGE_ID: a delivery that carries no id. */
 #define NO_MESSAGE_ID (-1)
 
@@ -350,20 +353,23 @@ static void receipts_dealloc(Receipts *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Receipts(max_words=32768): a window spans at most max_words * 64 seqs. */
-static int receipts_init(Receipts *self, PyObject *args, PyObject *kwargs) {
+/* Receipts(max_words=32768): a window spans at most max_words * 64 seqs. Set in tp_new, so no
+ * entry point ever sees receipts without their limit. */
+static PyObject *receipts_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"max_words", NULL};
     Py_ssize_t max_words = WINDOW_MAX_WORDS;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|n:Receipts", keywords, &max_words)) {
-        return -1;
+        return NULL;
     }
     if (max_words < 1) {
         PyErr_SetString(PyExc_ValueError, "max_words must be at least 1");
-        return -1;
+        return NULL;
     }
-    receipts_forget(self);
-    self->max_words = max_words;
-    return 0;
+    Receipts *self = (Receipts *)type->tp_alloc(type, 0);
+    if (self != NULL) {
+        self->max_words = max_words;
+    }
+    return (PyObject *)self;
 }
 
 /* take() -> (ranges, duplicates, late, unsure, unidentified) since the last take: flat int64
@@ -436,8 +442,7 @@ static PyTypeObject ReceiptsType = {
               "they receive it (ConsumerCore(layout, receipts)).",
     .tp_basicsize = sizeof(Receipts),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)receipts_init,
+    .tp_new = receipts_new,
     .tp_dealloc = (destructor)receipts_dealloc,
     .tp_methods = receipts_methods,
     .tp_getset = receipts_getset,

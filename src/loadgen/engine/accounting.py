@@ -28,6 +28,10 @@ from loadgen.driver_api import NO_MESSAGE_ID
 
 SEQ_BITS = 40
 SEQ_MASK = (1 << SEQ_BITS) - 1
+PARTITION_LIMIT = SEQ_MASK
+"""A delivery's partition is -1 (unknown) or below this, so that ``partition + 1`` fits in the
+seq bits of its (producer, partition) stream's key (:class:`OrderTracker`); the recorders raise
+``ValueError`` for any other."""
 
 
 def message_id_base(producer_number: int) -> int:

@@ -11,9 +11,9 @@ where a C compiler is found: setup.py builds it only where Python's ``perf_count
 ``time`` read the clocks it reads), which counts each latency into its bucket as it is measured,
 and pure Python (the fallback, or with ``LOADGEN_PURE_PYTHON=1``), which appends raw values to
 arrays and bins them at ``take()`` with numpy, bucket for bucket the same: an append plus its
-share of the binning costs a small fraction of ``HdrHistogram.record_value`` (bench/RESULTS.md
-"Hot-path micro-benchmarks"). :data:`ProducerRecorder` and :data:`ConsumerRecorder` are the one
-in use; :data:`ENGINE` says which.
+share of the binning costs a small fraction of ``HdrHistogram.record_value``
+(bench/results/memory-and-engine.md "Hot-path micro-benchmarks"). :data:`ProducerRecorder` and
+:data:`ConsumerRecorder` are the one in use; :data:`ENGINE` says which.
 
 Threading contract: the client's delivery thread (or the producer loop) records; the stats
 thread calls ``take()``. The C engine records a message inside one C call, which no thread
@@ -27,9 +27,11 @@ grow, and readers take deltas, so no reset races a writer.
 
 Both engines take the same arguments and fail the same way, recording nothing: every number
 they are given or compute is an int64, or the call raises ``TypeError`` (not an integer) or
-``OverflowError`` (out of range), and a negative publish latency or delay raises
-``ValueError``, before anything is stored. ``take()`` allocates what replaces the columns
-before it changes any of them.
+``OverflowError`` (out of range), and a negative publish latency or delay, or a partition out
+of range (:data:`loadgen.engine.accounting.PARTITION_LIMIT`), raises ``ValueError``, before
+anything is stored. A payload whose stamp gives no int64 latency is not loadgen's, or garbled:
+the consumer recorders count it in ``foreign`` instead, so one such message cannot stop a
+consumer thread. ``take()`` allocates what replaces the columns before it changes any of them.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from loadgen.base.hdr_core import (
     Histogram,
 )
 from loadgen.driver_api.stamp import read_prefix
-from loadgen.engine.accounting import Receipt
+from loadgen.engine.accounting import PARTITION_LIMIT, Receipt
 
 if TYPE_CHECKING:
     from loadgen.engine.skew import ClockTable
@@ -70,6 +72,9 @@ DELIVERY = ("endToEnd", "endToEndFromIntended", "messageId", "partition")
 """The columns of the pure-Python engine's delivery rows; both latencies are receive wall
 clock minus the producer's wall clock (send time, intended send time)."""
 E2E, FROM_INTENDED, MESSAGE_ID, PARTITION = range(len(DELIVERY))
+ACKNOWLEDGEMENT = ("publish", "publishFromIntended", "messageId")
+"""The columns of the pure-Python engine's acknowledgement rows."""
+PUBLISH_NS, PUBLISH_FROM_INTENDED_NS, ACKED_ID = range(len(ACKNOWLEDGEMENT))
 UNSTAMPED_BELOW = -(2**62)
 """A latency below this belongs to a message without a send time
 (:data:`loadgen.driver_api.NO_SEND_TIME_NS`): received, in no histogram, and not clock skew."""
@@ -174,9 +179,9 @@ def pairs(flat: Int64s) -> np.ndarray:
     return np.frombuffer(flat, dtype=np.int64).reshape(-1, 2)
 
 
-def runs_of(ids: array) -> array:
+def runs_of(ids: array | np.ndarray) -> array:
     """``ids`` as flat ``(first id, count)`` runs of consecutive ids, in their order."""
-    values = np.frombuffer(ids, dtype=np.int64)
+    values = np.asarray(ids, dtype=np.int64)
     if not len(values):
         return array("q")
     starts = np.flatnonzero(np.diff(values) != 1) + 1
@@ -199,27 +204,20 @@ def _nonnegative_binned(metric: str, latencies: np.ndarray) -> Histogram:
 
 class PythonProducerRecorder:
     """Publish latency (ack − send), publish delay (send − intended), ack − intended and the
-    ids acknowledged (which tell a lost message from one whose send failed)."""
+    ids acknowledged (which tell a lost message from one whose send failed).
 
-    __slots__ = (
-        "_acknowledged",
-        "_carried",
-        "_errors_taken",
-        "acked",
-        "errors",
-        "publish",
-        "publish_delay",
-        "publish_from_intended",
-    )
+    An acknowledgement's three values go in packed as one row (:data:`ACKNOWLEDGEMENT`), with
+    one ``frombytes``, as the consumer's deliveries do: a thread switch after any call cannot
+    put its latency in one interval and its id in the next."""
+
+    __slots__ = ("_acknowledged", "_carried", "_errors_taken", "acks", "errors", "publish_delay")
 
     def __init__(self) -> None:
-        self.publish = array("q")
         self.publish_delay = array("q")
-        self.publish_from_intended = array("q")
-        self.acked = array("q")
+        self.acks = array("q")
         self.errors = 0
         self._errors_taken = 0
-        self._carried: list[tuple[array, array, array, array]] = []
+        self._carried: list[tuple[array, array]] = []
         self._acknowledged = self._acknowledge
 
     def bind(self, message_id: int, intended_ns: int, sent_ns: int) -> Ack:
@@ -237,7 +235,8 @@ class PythonProducerRecorder:
     @property
     def acked_count(self) -> int:
         """Acknowledgements recorded since the last ``take()`` (read by the progress counters)."""
-        return len(self.acked) + sum(len(columns[3]) for columns in self._carried)
+        rows = len(self.acks) + sum(len(acks) for _, acks in self._carried)
+        return rows // len(ACKNOWLEDGEMENT)
 
     def on_done(
         self,
@@ -275,29 +274,25 @@ class PythonProducerRecorder:
                         "publish latency from the intended time": corrected,
                     }
                 )
-            self.publish.append(latency)
-            self.publish_from_intended.append(corrected)
-            self.acked.append(message_id)
+            row = _INT64S_3(latency, corrected, message_id)
+            self.acks.frombytes(row)
         else:
             self.errors += 1
 
     def take(self) -> ProducerSample:
         """The interval's histograms, binned from the columns swapped out here. Columns a
         failed take swapped out are kept and binned by the next one: nothing is lost."""
-        fresh = array("q"), array("q"), array("q"), array("q")
-        self._carried.append(
-            (self.publish, self.publish_delay, self.publish_from_intended, self.acked)
-        )
-        self.publish, self.publish_delay, self.publish_from_intended, self.acked = fresh
-        publish, delay, corrected, acked = (
-            _joined(columns) for columns in zip(*self._carried, strict=True)
-        )
+        fresh = array("q"), array("q")
+        self._carried.append((self.publish_delay, self.acks))
+        self.publish_delay, self.acks = fresh
+        delay, acks = (_joined(columns) for columns in zip(*self._carried, strict=True))
+        rows = np.frombuffer(acks, dtype=np.int64).reshape(-1, len(ACKNOWLEDGEMENT))
         errors_now = self.errors
         sample = ProducerSample(
-            _binned(PUBLISH, publish),
+            hdr.record_ns(PUBLISH, rows[:, PUBLISH_NS]),
             _binned(PUBLISH_DELAY, delay),
-            _binned(PUBLISH_FROM_INTENDED, corrected),
-            runs_of(acked),
+            hdr.record_ns(PUBLISH_FROM_INTENDED, rows[:, PUBLISH_FROM_INTENDED_NS]),
+            runs_of(rows[:, ACKED_ID]),
             errors_now - self._errors_taken,
         )
         self._carried, self._errors_taken = [], errors_now
@@ -314,12 +309,14 @@ class PythonConsumerRecorder:
     every value first, so a value that is not an int64 stores no part of its row.
     """
 
-    __slots__ = ("_bytes_taken", "_carried", "_clocks", "bytes_total", "deliveries")
+    __slots__ = ("_bytes_taken", "_carried", "_clocks", "bytes_total", "deliveries", "foreign")
 
     def __init__(self, receipts: None = None) -> None:
         """``receipts`` is the C engine's (:func:`subscription_receipts` gives none here)."""
         self.deliveries = array("q")
         self.bytes_total = 0
+        self.foreign = 0
+        """Stamped payloads skipped so far because their times give no int64 latency."""
         self._bytes_taken = 0
         self._carried: list[array] = []
         self._clocks: ClockTable | None = None
@@ -335,16 +332,25 @@ class PythonConsumerRecorder:
             row = _INT64S_4(now - sent_ns, now - intended_ns, message_id, partition)
         except struct.error:
             raise _not_int64(sent_ns, message_id, intended_ns, partition) from None
+        if not -1 <= partition < PARTITION_LIMIT:
+            raise ValueError(f"partition {partition} is not -1 or in [0, {PARTITION_LIMIT})")
         self.deliveries.frombytes(row)
         self.bytes_total += size
 
     def on_prefixed(self, payload: bytes, partition: int) -> bool:
         """A delivery whose payload starts with loadgen's stamp; False, recording nothing, when
-        it does not (:func:`loadgen.driver_api.prefixed_deliveries`)."""
+        it does not (:func:`loadgen.driver_api.prefixed_deliveries`). True for a stamp whose
+        times give no int64 latency too, counted in :attr:`foreign`, so that no driver reads
+        it again and fails on it."""
         stamp = read_prefix(payload) if isinstance(payload, bytes) else None
         if stamp is None:
             return False
-        self.on_message(payload, *stamp, partition)
+        try:
+            self.on_message(payload, *stamp, partition)
+        except OverflowError:
+            if not INT64_MIN <= partition <= INT64_MAX:  # the driver's value, not the stamp's
+                raise
+            self.foreign += 1
         return True
 
     def on_prefixed_many(self, payloads: list, start: int, partition: int) -> int:
@@ -475,6 +481,11 @@ class CompiledConsumerRecorder:
     @property
     def bytes_total(self) -> int:
         return self._core.bytes_total
+
+    @property
+    def foreign(self) -> int:
+        """Stamped payloads skipped so far because their times give no int64 latency."""
+        return self._core.foreign
 
     @property
     def received(self) -> int:

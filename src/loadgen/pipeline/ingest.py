@@ -35,7 +35,7 @@ from loadgen.pipeline.hadoop_fs import HadoopFiles, join
 from loadgen.pipeline.ship import ship_tasks
 from loadgen.pipeline.sink import BatchWriter, describe, warm_up
 from loadgen.pipeline.source import LandingSource
-from loadgen.pipeline.spark import start_session
+from loadgen.pipeline.spark import executor_python_problem, start_session
 from loadgen.pipeline.tables import CHECKPOINT, LANDED
 
 if TYPE_CHECKING:
@@ -173,8 +173,11 @@ def ingest(
     except (PySparkException, Py4JError) as error:
         where = "" if batch_id is None else f" in batch {batch_id}"
         if not stop.is_set():
-            summary = str(error).strip().splitlines()[0]
-            raise LoadgenError(f"the ingest job failed{where}: {summary}") from None
+            text = str(error)
+            summary = executor_python_problem(text, spark.sparkContext.pythonExec)
+            raise LoadgenError(
+                f"the ingest job failed{where}: {summary or text.strip().splitlines()[0]}"
+            ) from None
         if batch_id is not None:
             log.info("stopped during batch %d: it runs again on restart", batch_id)
     finally:

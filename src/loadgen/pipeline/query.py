@@ -25,7 +25,7 @@ _LATENCY_MS = """
 
 REPORTS = {
     "runs": f"""
-SELECT run_id, workload, driver, driver_kind,
+SELECT run_id, metric, workload, driver, driver_kind,
   get_json_object(meta, '$.workload.messageSize') AS message_size,
   get_json_object(meta, '$.workload.topics') AS topics,
   get_json_object(meta, '$.workload.partitionsPerTopic') AS partitions,
@@ -34,14 +34,14 @@ SELECT run_id, workload, driver, driver_kind,
   count, {_LATENCY_MS}, complete
 FROM runs WHERE metric = :metric ORDER BY run_start, run_id""",
     "timeline": f"""
-SELECT seq, timestamp_millis(interval_start) AS start, warmup, workers_reported, complete,
+SELECT seq, metric, timestamp_millis(interval_start) AS start, warmup, workers_reported, complete,
   round(sent * 1000 / greatest(interval_end - interval_start, 1), 1) AS publish_rate,
   round(received * 1000 / greatest(interval_end - interval_start, 1), 1) AS consume_rate,
   count, {_LATENCY_MS}
 FROM intervals WHERE run_id = :run AND metric = :metric ORDER BY seq""",
 }
 """Ready reports: ``runs`` compares every finished run (one metric), ``timeline`` one run's
-intervals. Each takes the named parameters shown."""
+intervals. Each takes the named parameters shown, and names its metric in a column."""
 
 
 def check_tables(tables: str) -> None:

@@ -181,9 +181,59 @@ def test_the_front_answers_api_versions_itself_and_closes_on_anything_else(endpo
     entries = (struct.unpack_from(">hhh", first, 10 + 6 * i) for i in range(count))
     apis = {key: (low, high) for key, low, high in entries}
     assert (correlation, error) == (1, 0)
-    assert apis[17] == (0, 1) and apis[36] == (0, 1) and apis[18] == (0, 3) and 0 in apis
+    assert apis[17] == (1, 1) and apis[36] == (0, 1) and apis[18] == (0, 3) and 0 in apis
     correlation, error, count_plus_one = struct.unpack_from(">ihB", second)
     assert (correlation, error, count_plus_one - 1) == (2, 0, count)
+
+
+def test_a_sasl_handshake_v0_is_answered_unsupported_version_then_closed(endpoint):
+    handshake_v0 = struct.pack(">hhih", 17, 0, 1, 4) + b"test" + struct.pack(">h", 5) + b"PLAIN"
+    with front_connection(endpoint) as tls:
+        tls.sendall(struct.pack(">i", len(handshake_v0)) + handshake_v0)
+        answer = read_frame(tls)
+        assert read_frame(tls) is None
+    assert struct.unpack_from(">ih", answer) == (1, 35)  # UNSUPPORTED_VERSION
+    assert "login refused: SaslHandshake v0" in Path(endpoint.log_path).read_text()
+
+
+def test_a_long_user_name_is_cut_short_in_the_log_and_the_answer(endpoint):
+    name = "u" * 100_000
+    handshake = struct.pack(">hhih", 17, 1, 1, 4) + b"test" + struct.pack(">h", 5) + b"PLAIN"
+    token = b"\0" + name.encode() + b"\0wrong"
+    authenticate = struct.pack(">hhih", 36, 0, 2, 4) + b"test" + struct.pack(">i", len(token))
+    with front_connection(endpoint) as tls:
+        for request in (handshake, authenticate + token):
+            tls.sendall(struct.pack(">i", len(request)) + request)
+        read_frame(tls)
+        refusal = read_frame(tls)
+    shown = repr("u" * 64)
+    assert f"for user {shown} (mechanism PLAIN)".encode() in refusal
+    log = Path(endpoint.log_path).read_text()
+    assert f"login failed: user {shown}, mechanism PLAIN" in log
+    assert "u" * 65 not in log
+
+
+@pytest.mark.parametrize(
+    ("client_first", "reason"),
+    [
+        (b"n,,m=ext,n=user,r=abc", "reserved attribute m="),
+        (b"n,,n=us=er,r=abc", "malformed user name"),
+        (b"n,a=us=3,n=user,r=abc", "malformed user name"),
+        (b"n,,n=user,r=abc,tokenauth=true", "delegation tokens"),
+    ],
+)
+def test_scram_refuses_what_kafka_refuses(client_first, reason):
+    users = {"user": make_credential("SCRAM-SHA-256", "pencil")}
+    with pytest.raises(ScramError, match=reason):
+        ScramServer("SCRAM-SHA-256", users.get).first(client_first)
+
+
+def front_connection(broker: LocalBroker) -> ssl.SSLSocket:
+    """A TLS connection to the front, trusting its CA (close it with ``with``)."""
+    ca = Path(broker.driver_file).parent / f"{CA_NAME}.pem"
+    context = ssl.create_default_context(cafile=str(ca))
+    raw = socket.create_connection(("127.0.0.1", port(broker)), timeout=5)
+    return context.wrap_socket(raw, server_hostname="127.0.0.1")
 
 
 def read_frame(tls: ssl.SSLSocket) -> bytes | None:

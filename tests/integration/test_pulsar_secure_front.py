@@ -8,6 +8,10 @@ runs out, as against a real broker; the front's log line is what tells the refus
 failed TLS handshake (untrusted CA, expired certificate) is ``pulsar.ConnectError`` at once.
 """
 
+import asyncio
+import base64
+import hashlib
+import hmac
 import re
 import socket
 import ssl
@@ -23,7 +27,7 @@ from loadgen.driver_api.driver_file import load_driver_spec
 from loadgen.driver_api.local.certs import expired_server, make_certs, openssl_installed
 from loadgen.driver_api.validation import validate_file
 from loadgen.pytest_plugin.require import unavailable
-from loadgen_drivers.pulsar.local import commands
+from loadgen_drivers.pulsar.local import commands, front
 from loadgen_drivers.pulsar.local.jwt_hs256 import TokenError, make_token, new_secret, verify_token
 from loadgen_drivers.pulsar.local.secure import SECRET_FILE, start_secure_pulsar
 
@@ -45,7 +49,7 @@ TLS_FAILURE_BOUND_S = 0.5
 
 def start(**options):
     if pulsar is None:
-        unavailable("pulsar-client is not installed (pip install loadgen[pulsar])")
+        unavailable("pulsar-client is not installed (pip install -e '.[pulsar]')")
     if not openssl_installed():
         unavailable("the openssl command is not installed")
     try:
@@ -281,6 +285,84 @@ def test_an_expired_token_is_rejected():
     with pytest.raises(TokenError, match="expired") as refused:
         verify_token(make_token("loadgen", secret, expires_at=time.time() - 1), secret)
     assert refused.value.subject == "loadgen"
+
+
+def signed(claims: str, secret: bytes, header: str = '{"alg":"HS256"}') -> str:
+    """A token over these exact JSON texts, signed with ``secret``."""
+    parts = [
+        base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode() for text in (header, claims)
+    ]
+    body = ".".join(parts)
+    mac = hmac.new(secret, body.encode(), hashlib.sha256).digest()
+    return f"{body}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
+
+
+@pytest.mark.parametrize(
+    ("claims", "reason"),
+    [
+        ('{"sub":"a","exp":NaN}', "exp is not a finite number"),
+        ('{"sub":"a","exp":Infinity}', "exp is not a finite number"),
+        ('{"sub":"a","exp":true}', "exp is not a finite number"),
+        ('{"sub":"a","nbf":4102444800}', "not valid yet"),
+        ('{"sub":"a","nbf":"soon"}', "nbf is not a finite number"),
+        ('{"sub":"a","x":' + "[" * 100_000 + "]" * 100_000 + "}", "names no subject"),
+    ],
+)
+def test_token_times_must_be_finite_and_current_and_bad_json_is_a_refusal(claims, reason):
+    secret = new_secret()
+    with pytest.raises(TokenError, match=reason):
+        verify_token(signed(claims, secret), secret)
+
+
+def test_only_the_canonical_spelling_of_a_token_is_accepted():
+    secret = new_secret()
+    token = make_token("loadgen", secret)
+    header, claims, signature = token.split(".")
+    last_bits_flipped = signature[:-1] + chr(ord(signature[-1]) ^ 1)
+    variants = [
+        f"{header}.{claims}!.{signature}",
+        f"{header}.{claims}.{signature}=",
+        f"{header}.{claims}.{last_bits_flipped}",
+        f"{header}.{claims}é.{signature}",
+    ]
+    for variant in variants:
+        with pytest.raises(TokenError):
+            verify_token(variant, secret)
+    assert verify_token(token, secret) == "loadgen"
+
+
+def test_the_front_decodes_only_frames_that_may_be_lookup_responses(monkeypatch):
+    url = "pulsar+ssl://127.0.0.1:6651"
+    lookup = commands.build([
+        Field(1, VARINT, commands.LOOKUP_RESPONSE),
+        message(commands.LOOKUP_RESPONSE, [Field(1, LENGTH, b"pulsar://127.0.0.1:6650")]),
+    ])  # fmt: skip
+    other = commands.build([Field(1, VARINT, 9), message(9, [Field(1, VARINT, 1)])])
+    decoded: list[bytes] = []
+    parse = commands.parse
+    monkeypatch.setattr(commands, "parse", lambda raw: decoded.append(raw) or parse(raw))
+
+    class Sink:
+        def __init__(self) -> None:
+            self.written = b""
+
+        def write(self, data: bytes) -> None:
+            self.written += data
+
+        async def drain(self) -> None:
+            pass
+
+    async def relay() -> bytes:
+        reader, sink = asyncio.StreamReader(), Sink()
+        reader.feed_data(other * 3 + lookup)
+        reader.feed_eof()
+        with pytest.raises(asyncio.IncompleteReadError):
+            await front._frames(reader, sink, url)
+        return sink.written
+
+    written = asyncio.run(relay())
+    assert decoded == [lookup]
+    assert written.startswith(other * 3) and url.encode() in written[len(other) * 3 :]
 
 
 def tls_connection(broker, section) -> ssl.SSLSocket:

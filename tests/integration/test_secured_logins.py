@@ -163,6 +163,20 @@ def test_the_printed_driver_file_runs_as_written_with_exact_counts(secured, tmp_
     assert secret not in done.stderr + done.stdout + Path(tmp_path / result_file).read_text()
 
 
+def test_no_file_others_can_read_holds_the_password_token_or_a_private_key(secured):
+    """``brokers up KIND --secure``'s state and endpoint folder: the secrets are in files only
+    their owner reads (the driver file, users, token secret, keys), nowhere else."""
+    kind, _, driver_file = secured
+    secret = secret_of(kind, yaml.safe_load(driver_file.read_text())).encode()
+    state = driver_file.parents[1]
+    files = [path for path in state.rglob("*") if path.is_file()]
+    assert driver_file in files and state / f"{kind}-secure.json" in files
+    readable = [path for path in files if path.stat().st_mode & 0o044]
+    assert readable, files  # the certificates and logs
+    held = {path: path.read_bytes() for path in readable}
+    assert not [path for path, data in held.items() if secret in data or b"PRIVATE KEY" in data]
+
+
 def pkcs12_truststore(common: str, folder: Path) -> str:
     """The file's PEM truststore as a PKCS12 one, as a Java user's ``keytool`` would make."""
     ca = re.search(r"ssl\.truststore\.location=(.+)", common).group(1)

@@ -1,5 +1,5 @@
 """The local segment store at the wire, for what the real client cannot be made to show: a
-writer's resend after a reconnect, Pravega's error replies, conditional table updates, and the
+writer's stale resend, a full store, Pravega's error replies, conditional table updates, and the
 commands the client sends only on paths a test cannot reach (large events, attributes)."""
 
 from __future__ import annotations
@@ -41,10 +41,16 @@ class Peer:
         await self.writer.drain()
         return decode(*await asyncio.wait_for(read_frame(self.reader), 10))
 
+    async def closed(self) -> bytes:
+        """What the store sent before it closed the connection."""
+        return await asyncio.wait_for(self.reader.read(), 5)
+
 
 @asynccontextmanager
-async def store() -> AsyncIterator[tuple[Segments, Callable[[], Awaitable[Peer]], Any]]:
-    segments = Segments()
+async def store(
+    max_bytes: int | None = None,
+) -> AsyncIterator[tuple[Segments, Callable[[], Awaitable[Peer]], Any]]:
+    segments = Segments() if max_bytes is None else Segments(max_bytes)
     server = await serve_segment_store(segments, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     peers: list[Peer] = []
@@ -63,9 +69,9 @@ async def store() -> AsyncIterator[tuple[Segments, Callable[[], Awaitable[Peer]]
         await server.wait_closed()
 
 
-def run(scenario: Callable[..., Awaitable[None]]) -> None:
+def run(scenario: Callable[..., Awaitable[None]], max_bytes: int | None = None) -> None:
     async def main() -> None:
-        async with store() as (segments, connect, server):
+        async with store(max_bytes) as (segments, connect, server):
             await scenario(segments, connect, server)
 
     asyncio.run(asyncio.wait_for(main(), 30))
@@ -82,7 +88,7 @@ def test_hello_and_keep_alive_are_answered_in_kind():
     run(scenario)
 
 
-def test_a_resend_after_reconnecting_is_acknowledged_not_written_twice():
+def test_a_resent_block_is_answered_invalid_event_number_and_not_written_twice():
     async def scenario(segments, connect, server) -> None:
         segments.create(SEGMENT)
         first = await connect()
@@ -105,13 +111,83 @@ def test_a_resend_after_reconnecting_is_acknowledged_not_written_twice():
             "SetupAppend", request_id=3, writer_id=9, segment=SEGMENT, delegation_token=""
         )
         assert setup["last_event_number"] == 2
-        resent = await again.call(
-            "AppendBlockEnd", data=block, last_event_number=2, request_id=4, **append
+        again.writer.write(
+            encode("AppendBlockEnd", data=block, last_event_number=2, request_id=4, **append)
         )
-        assert resent.name == "DataAppended"
+        answer = await again.closed()
+        assert decode(*frame_of(answer)).values == {
+            "writer_id": 9,
+            "event_number": 2,
+            "server_stack_trace": "",
+        }
         assert bytes(segments.get(SEGMENT).data) == block
 
     run(scenario)
+
+
+def frame_of(data: bytes) -> tuple[int, bytes]:
+    """The one frame ``data`` holds, as (type code, payload)."""
+    code, length = int.from_bytes(data[:4], "big"), int.from_bytes(data[4:8], "big")
+    assert len(data) == 8 + length
+    return code, data[8:]
+
+
+def test_a_block_whose_sizes_do_not_match_its_data_closes_the_connection():
+    async def scenario(segments, connect, server) -> None:
+        segments.create(SEGMENT)
+        for sizes in ({"size_of_whole_events": 5, "num_event": 1}, {
+            "size_of_whole_events": 11, "num_event": 0,
+        }):  # fmt: skip
+            peer = await connect()
+            await peer.call(
+                "SetupAppend", request_id=1, writer_id=2, segment=SEGMENT, delegation_token=""
+            )
+            peer.writer.write(
+                encode(
+                    "AppendBlockEnd",
+                    writer_id=2,
+                    data=event(b"new"),
+                    last_event_number=1,
+                    request_id=2,
+                    **sizes,
+                )
+            )
+            assert await peer.closed() == b""
+        assert segments.get(SEGMENT).length == 0
+
+    run(scenario)
+
+
+def test_a_full_store_closes_each_write_and_says_so_once(capsys):
+    async def scenario(segments, connect, server) -> None:
+        segments.create(SEGMENT)
+        for request_id in (1, 2):
+            peer = await connect()
+            await peer.call(
+                "SetupAppend",
+                request_id=request_id,
+                writer_id=4,
+                segment=SEGMENT,
+                delegation_token="",
+            )
+            block = event(b"x" * 20)
+            peer.writer.write(
+                encode(
+                    "AppendBlockEnd",
+                    writer_id=4,
+                    size_of_whole_events=len(block),
+                    data=block,
+                    num_event=1,
+                    last_event_number=1,
+                    request_id=request_id + 10,
+                )
+            )
+            assert await peer.closed() == b""
+
+    run(scenario, max_bytes=16)
+    log = capsys.readouterr().out
+    assert log.count("segment store: FULL") == 1
+    assert "closing a connection" not in log
 
 
 def test_reads_report_truncation_the_sealed_end_and_missing_segments():
@@ -364,6 +440,52 @@ def test_table_updates_are_conditional_on_key_versions():
         deleted = await peer.call("DeleteTableSegment", request_id=10, must_be_empty=False, **table)
         assert deleted.name == "SegmentDeleted"
         assert segments.stored_bytes == 0
+
+    run(scenario)
+
+
+def test_a_conditional_append_of_another_type_than_event_closes_the_connection():
+    async def scenario(segments, connect, server) -> None:
+        segments.create(SEGMENT)
+        peer = await connect()
+        await peer.call(
+            "SetupAppend", request_id=1, writer_id=3, segment=SEGMENT, delegation_token=""
+        )
+        not_an_event = (1).to_bytes(4, "big") + event(b"x")[4:]
+        peer.writer.write(
+            encode(
+                "ConditionalAppend",
+                writer_id=3,
+                event_number=1,
+                expected_offset=0,
+                event=not_an_event,
+                request_id=2,
+            )
+        )
+        assert await peer.closed() == b""
+        assert segments.get(SEGMENT).length == 0
+
+    run(scenario)
+
+
+def test_a_truncation_past_the_end_is_refused():
+    async def scenario(segments, connect, server) -> None:
+        segments.create(SEGMENT)
+        segments.append(SEGMENT, event(b"abc"))
+        peer = await connect()
+        refused = await peer.call(
+            "TruncateSegment",
+            request_id=1,
+            segment=SEGMENT,
+            truncation_offset=12,
+            delegation_token="",
+        )
+        assert (refused.name, refused["start_offset"], refused["offset"]) == (
+            "SegmentIsTruncated",
+            11,
+            12,
+        )
+        assert segments.get(SEGMENT).start == 0
 
     run(scenario)
 

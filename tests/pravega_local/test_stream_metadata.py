@@ -11,7 +11,7 @@ from loadgen_drivers.pravega.local.controller_messages import (
     TxnState,
     TxnStatus,
 )
-from loadgen_drivers.pravega.local.segments import Segments
+from loadgen_drivers.pravega.local.segments import KEY_NO_VERSION, Segments
 from loadgen_drivers.pravega.local.stream_metadata import (
     ABORTED_KEPT_S,
     StreamMetadata,
@@ -135,3 +135,35 @@ def test_sealing_aborts_open_transactions():
     assert metadata.transaction_state(STREAM, created.txn_id) is TxnState.ABORTED
     assert metadata.current_segments(STREAM) == []
     assert all(segments.get(name).sealed for name in segments.names())
+
+
+def test_reaping_ends_leases_and_deletes_aborted_segments_without_a_client_call():
+    segments, clock = Segments(), Clock()
+    metadata = metadata_with_stream(segments, clock)
+    created = metadata.create_transaction(STREAM, lease_ms=1000)
+    txn_segments = [segment_name("scope", "stream", n, created.txn_id) for n in range(2)]
+    clock.now = 1.5
+    metadata.reap()
+    assert all(segments.get(name).sealed for name in txn_segments)
+    clock.now = 1.5 + ABORTED_KEPT_S
+    metadata.reap()
+    assert not any(segments.exists(name) for name in txn_segments)
+    assert metadata.transaction_state(STREAM, created.txn_id) is TxnState.ABORTED
+
+
+def test_a_stream_that_asks_for_scaling_is_told_it_keeps_its_segments(capsys):
+    metadata = StreamMetadata(Segments())
+    metadata.create_scope("scope")
+    by_rate = StreamConfig(StreamInfo("scope", "scaled"), ScalingPolicy(1, 100, 2, 3), None, None)
+    metadata.create_stream(by_rate)
+    assert "stream scope/scaled asks for scaling policy 1; it keeps its 3 segments" in (
+        capsys.readouterr().out
+    )
+
+
+def test_deleting_a_table_segment_frees_its_entries():
+    segments = Segments()
+    segments.create("scope/_RGgroup", table=True)
+    segments.update_table("scope/_RGgroup", [(b"key", b"value", KEY_NO_VERSION)])
+    segments.delete("scope/_RGgroup")
+    assert segments.stored_bytes == 0

@@ -24,6 +24,35 @@ def test_properties_line_without_separator_is_rejected():
         parse_properties("acks")
 
 
+KEY_BODY = ("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", "VJTUt9Us8cKjMzEfYyjiWA4R4")
+"""Lines of a private key's body, as a Java user continues them in a .properties value."""
+MULTI_LINE_KEY = (
+    "bootstrap.servers=127.0.0.1:9092\n"
+    "ssl.keystore.key=-----BEGIN PRIVATE KEY----- \\\n"
+    f"    {KEY_BODY[0]} \\\n"
+    f"    {KEY_BODY[1]} \\\n"
+    "    -----END PRIVATE KEY-----\n"
+)
+
+
+def test_continued_lines_join_as_java_joins_them_and_an_escaped_backslash_continues_none():
+    parsed = parse_properties(MULTI_LINE_KEY + "client.id=a\\\\\nacks=all\n")
+    assert parsed["ssl.keystore.key"] == (
+        f"-----BEGIN PRIVATE KEY----- {KEY_BODY[0]} {KEY_BODY[1]} -----END PRIVATE KEY-----"
+    )
+    assert parsed["acks"] == "all"  # after an even count of backslashes: a line of its own
+
+
+def test_a_multi_line_private_key_reaches_no_error_message_line_by_line():
+    """The error names the bad line's number; its ``(got ...)`` echo hides the whole key."""
+    with pytest.raises(ConfigError) as caught:
+        Driver.validate_config(kafka_spec(commonConfig=MULTI_LINE_KEY + "linger.ms\n"))
+    message = str(caught.value)
+    assert "line 6 is not a 'key=value' line" in message
+    assert "ssl.keystore.key=<redacted>" in message
+    assert not any(line in message for line in KEY_BODY), message
+
+
 def test_java_only_keys_are_mapped_dropped_or_capped(caplog):
     with caplog.at_level(logging.WARNING):
         translated = to_librdkafka(

@@ -39,6 +39,24 @@ def test_jaas_values_keep_quotes_escapes_and_semicolons():
 
 
 @pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        (r'"a\nb\tc"', "a\nb\tc"),
+        (r'"\a\b\f\r\v"', "\a\b\f\r\v"),
+        (r'"\101\0x"', "A\0x"),
+        (r'"\477"', "'7"),  # three octal digits only from 0-3: \47, then 7
+        (r'"\q\\\""', 'q\\"'),
+        ("'it\"s'", 'it"s'),
+    ],
+    ids=["newline and tab", "control letters", "octal", "octal above 377", "others", "single"],
+)
+def test_jaas_quoted_values_unescape_as_javas_stream_tokenizer_does(written, read):
+    """Kafka's JaasConfig reads the value with Java's StreamTokenizer: the same password must
+    log in from Java and from loadgen."""
+    assert parse_jaas(f"{SCRAM} required password={written};").options["password"] == read
+
+
+@pytest.mark.parametrize(
     "text",
     [
         f'{SCRAM} required username="u" password="p4ss',

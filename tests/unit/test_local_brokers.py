@@ -1,17 +1,24 @@
 """State handling of `loadgen brokers` without starting a broker."""
 
+import dataclasses
+import importlib
 import json
+import os
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from loadgen.base.errors import ConfigError
-from loadgen.driver_api.local.process import process_alive
+from loadgen.driver_api.local.certs import openssl_installed
+from loadgen.driver_api.local.process import LocalBroker, process_alive
 from loadgen.local_brokers import catalogue as local
 from loadgen.local_brokers import launcher
+from loadgen.pytest_plugin.require import unavailable
 
 
 @pytest.fixture(autouse=True)
@@ -78,6 +85,78 @@ def test_a_secured_broker_keeps_its_own_state_beside_the_plain_one(state_dir):
     assert (state_dir / "kafka-secure.json").exists()
     assert local.status("kafka", secure=True) is None  # dead: removed
     assert not (state_dir / "kafka-secure.json").exists()
+
+
+SECRET_CONFIG = {"commonConfig": 'sasl.jaas.config=x password="hunter2";'}
+
+
+def secured_broker(state_dir: Path) -> LocalBroker:
+    """A running secured broker (this test's own process) with a password in its config."""
+    return LocalBroker(
+        "kafka",
+        "127.0.0.1:1",
+        os.getpid(),
+        "x.log",
+        driver_config=SECRET_CONFIG,
+        driver_file=str(state_dir / "kafka-secure" / "d.yaml"),
+    )
+
+
+def test_a_brokers_printed_form_hides_its_driver_config():
+    assert "hunter2" not in repr(secured_broker(Path("state")))
+
+
+def test_brokers_up_secure_writes_state_only_its_owner_reads_and_without_the_password(
+    state_dir, monkeypatch
+):
+    monkeypatch.setattr(local, "start_with", lambda *_, **__: secured_broker(state_dir))
+    broker = local.up("kafka", secure=True)
+    state = state_dir / "kafka-secure.json"
+    assert "hunter2" not in state.read_text()
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+    assert local.status("kafka", secure=True) == dataclasses.replace(broker, driver_config={})
+
+
+def test_a_state_file_an_older_loadgen_left_readable_with_the_password_is_rewritten(state_dir):
+    state = state_dir / "kafka-secure.json"
+    state.write_text(json.dumps(dataclasses.asdict(secured_broker(state_dir))))
+    state.chmod(0o644)
+    assert local.status("kafka", secure=True) is not None
+    assert "hunter2" not in state.read_text()
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+
+
+BACKEND_STARTER = {"kafka": "start_tansu", "pulsar": "start_pulsar_lite"}
+
+
+@pytest.mark.parametrize("kind", sorted(BACKEND_STARTER))
+def test_a_secured_start_that_fails_after_its_backend_started_stops_it_and_removes_its_folder(
+    kind, monkeypatch
+):
+    if not openssl_installed():
+        unavailable("the openssl command is not installed")
+    module = importlib.import_module(f"loadgen_drivers.{kind}.local.secure")
+    started: dict[str, Any] = {}
+
+    def backend(**options: Any) -> LocalBroker:
+        process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        started.update(process=process, folder=options.get("log_dir") or options["data_dir"])
+        return LocalBroker(kind, "127.0.0.1:1", process.pid, "backend.log")
+
+    def failing_front(*_: Any, **__: Any) -> None:
+        raise OSError("the front cannot start")
+
+    monkeypatch.setattr(module, BACKEND_STARTER[kind], backend)
+    monkeypatch.setattr(module, "start_front", failing_front)
+    monkeypatch.setattr(module, "pulsar_lite_binary", lambda: None, raising=False)
+    with pytest.raises(OSError, match="the front cannot start"):
+        getattr(module, f"start_secure_{kind}")()
+    try:
+        assert started["process"].poll() is not None
+        assert not started["folder"].exists()  # with the secret written into it
+    finally:
+        started["process"].kill()
+        started["process"].wait()
 
 
 def test_an_exited_process_not_yet_collected_by_its_parent_counts_as_gone():

@@ -1,10 +1,18 @@
 """Secrets never reach a result file."""
 
 from unittest.mock import ANY
+from urllib.parse import urlsplit
+
+import pytest
 
 from loadgen.base import redaction
 from loadgen.base.redaction import redact
 from loadgen.driver_api import driver_classes
+
+URL_SCHEMES = sorted(
+    {scheme for driver in driver_classes().values() for scheme in driver.url_schemes}
+    | {"http", "https"}  # Pulsar's admin URL
+)
 
 
 def test_secret_keys_and_uri_userinfo_are_redacted_in_mappings_and_properties_text():
@@ -19,6 +27,31 @@ def test_secret_keys_and_uri_userinfo_are_redacted_in_mappings_and_properties_te
     assert "bootstrap.servers=b:9092" in redacted["commonConfig"]
     assert redacted["amqpUris"] == ["amqp://<redacted>@host:5672/vhost"]
     assert redacted["authentication"]["plugin"] == "p"
+
+
+@pytest.mark.parametrize("scheme", URL_SCHEMES)
+def test_a_password_holding_an_at_sign_is_cut_where_the_clients_cut_it(scheme):
+    """urllib, and pika through it, take the authority's last ``@``: the host is ``host``."""
+    uri = f"{scheme}://bench:p@ss@host:5672/%2F"
+    assert urlsplit(uri).hostname == "host" and urlsplit(uri).password == "p@ss"
+    redacted = redact({"amqpUris": [uri], "text": f"a={uri} b={uri}"})
+    assert redacted["amqpUris"] == [f"{scheme}://<redacted>@host:5672/%2F"]
+    assert (
+        redacted["text"]
+        == f"a={scheme}://<redacted>@host:5672/%2F b={scheme}://<redacted>@host:5672/%2F"
+    )
+    assert "ss@" not in repr(redacted)
+
+
+def test_every_uri_of_a_text_loses_its_user_info_even_without_a_space_between():
+    text = "amqp://u:p1@h1,amqp://u:p2@h2/%2F"
+    assert redact(text) == "amqp://<redacted>@h1,amqp://<redacted>@h2/%2F"
+
+
+def test_pika_reads_the_same_host_and_password_that_redaction_cuts_at():
+    pika = pytest.importorskip("pika")
+    parameters = pika.URLParameters("amqp://bench:p@ss@host:5672/%2F")
+    assert (parameters.host, parameters.credentials.password) == ("host", "p@ss")
 
 
 def test_a_pulsar_token_under_its_plain_data_key_is_redacted():

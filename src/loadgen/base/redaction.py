@@ -2,16 +2,20 @@
 
 A value is secret by the name of the field that holds it (a dotted path such as
 ``client.authentication.data``, or a ``key=value`` line of a properties text such as Kafka's
-``sasl.password=...``), or as the user-info part of a URI (``amqp://user:pw@host``). Names
-with a generic marker (:data:`SECRET_MARKERS`) are secret for every broker; a driver declares
-the names of its own client's secrets (:attr:`loadgen.driver_api.BaseDriver.secret_fields`),
-which are added here as its class is loaded (:func:`declare_secrets`).
+``sasl.password=...``, over all its continuation lines), or as the user-info part of a URI
+(``amqp://user:pw@host``, every URI in a text). Names with a generic marker
+(:data:`SECRET_MARKERS`) are secret for every broker; a driver declares the names of its own
+client's secrets (:attr:`loadgen.driver_api.BaseDriver.secret_fields`), which are added here as
+its class is loaded (:func:`declare_secrets`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
+
+from loadgen.base.properties import logical_lines
 
 SECRET_MARKERS = ("password", "secret", "token", "credential", "private")
 """A field or property whose name contains one of these holds a secret, whatever the broker."""
@@ -50,19 +54,38 @@ def looks_secret(key: str) -> bool:
 
 
 def _redact_text(text: str) -> str:
-    lines = []
-    for line in text.splitlines() or [text]:
-        # a .properties line separates at its first '=' or ':' (``sasl.password: x``)
-        cuts = [i for i in (line.find("="), line.find(":")) if i > 0]
-        cut = min(cuts) if cuts else -1
-        if cut > 0 and looks_secret(line[:cut]):
-            line = f"{line[:cut]}{line[cut]}<redacted>"
-        lines.append(_strip_userinfo(line))
-    return "\n".join(lines)
+    shown = []
+    hiding = False
+    for line in logical_lines(text):
+        cut = line.separator()
+        if cut > 0 and looks_secret(line.text[:cut]):
+            # the whole logical line goes, continuation lines included
+            shown.append(f"{line.text[: cut + 1]}<redacted>")
+            hiding = True
+        elif hiding and cut < 0 and not line.is_blank:
+            # text that is no property right after a secret one is the rest of it (a PEM body
+            # pasted without continuations): hidden too
+            continue
+        else:
+            hiding = False
+            shown += [_strip_userinfo(natural) for natural in line.natural]
+    return "\n".join(shown)
+
+
+URI_AUTHORITY = re.compile(
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)"
+    r"(?P<authority>(?:(?![A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s])*)"
+)
+"""A URI's scheme and its authority, which ends at the first ``/``, ``?``, ``#``, whitespace
+or the next URI."""
 
 
 def _strip_userinfo(text: str) -> str:
-    scheme, sep, rest = text.partition("://")
-    if sep and "@" in rest.split("/", 1)[0]:
-        return f"{scheme}://<redacted>@{rest.split('@', 1)[1]}"
-    return text
+    """Every URI's user info replaced, cut where urllib and pika cut it: at the authority's
+    last ``@`` (``amqp://u:p@ss@host`` is host ``host``, password ``p@ss``)."""
+
+    def stripped(uri: re.Match[str]) -> str:
+        _, at, host = uri["authority"].rpartition("@")
+        return f"{uri['scheme']}<redacted>@{host}" if at else uri[0]
+
+    return URI_AUTHORITY.sub(stripped, text)

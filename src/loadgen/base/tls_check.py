@@ -4,7 +4,7 @@ Broker clients report a certificate they do not trust like any other failed conn
 retry it until their deadline (pulsar-client says only "connect error"). One handshake made
 here with the same trust settings says why, in milliseconds: not signed by the CA given,
 expired, or issued for another host. Drivers outside loadgen use it through
-:mod:`loadgen.driver_api`, which re-exports it.
+:mod:`loadgen.driver_api`, which re-exports it and :func:`client_context`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,18 @@ import socket
 import ssl
 
 from loadgen.base.refusal import REFUSAL_WAIT_S, Address
+
+
+def client_context(
+    cafile: str | None = None, capath: str | None = None, cadata: str | None = None
+) -> ssl.SSLContext:
+    """Python's default client context without the strict X.509 checks it makes from Python
+    3.13 on (``VERIFY_X509_STRICT``, which refuses a CA without keyUsage): librdkafka,
+    pulsar-client and Java do not make them, and a check that names a failure must accept what
+    the client accepts."""
+    context = ssl.create_default_context(cafile=cafile, capath=capath, cadata=cadata)
+    context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
 
 
 def tls_verify_problem(

@@ -4,8 +4,8 @@ A driver package exposes a subclass of :class:`BaseDriver` and registers it in t
 ``loadgen.drivers`` entry-point group (``kafka = "loadgen_drivers.kafka:Driver"``), so a third-party
 package can add a broker without touching loadgen: the class declares what the engine needs to
 know (URL schemes, OMB ``driverClass`` names, client distributions, probe settings), and the
-engine has no list of brokers. Drivers import only this module, ``loadgen.spec`` and
-``loadgen.base.errors``. How to write one: docs/extending/drivers.md.
+engine has no list of brokers. Drivers import of loadgen only this package, ``loadgen.spec`` and
+``loadgen.base`` (tests/unit/test_layers.py). How to write one: docs/extending/drivers.md.
 
 Per-message cost is the budget: ``Producer.send`` is non-blocking and calls ``on_done`` once
 per message from the client's own delivery path (no future or coroutine per message).
@@ -37,6 +37,7 @@ from loadgen.base.refusal import Address as Address
 from loadgen.base.refusal import fail_if_refused as fail_if_refused
 from loadgen.base.refusal import listed_addresses as listed_addresses
 from loadgen.base.refusal import url_addresses as url_addresses
+from loadgen.base.tls_check import client_context as client_context
 from loadgen.base.tls_check import tls_verify_problem as tls_verify_problem
 from loadgen.driver_api.driver_spec import DriverSpec
 

@@ -2,6 +2,9 @@
 
 State lives in ``$LOADGEN_STATE_DIR`` (default ``~/.cache/loadgen/brokers``), one JSON file per
 broker kind with its pid, address and log; a file whose process is gone is stale and removed.
+A state file never holds the broker's ``driver_config`` (a secured broker's has its password or
+token): the driver file it names does, readable by its owner only. State files and the folder
+are the owner's only too.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
+from loadgen.driver_api.local.certs import write_private
 from loadgen.driver_api.local.process import LocalBroker, process_alive
 from loadgen.local_brokers.launcher import start_with, starter_of
 
@@ -30,8 +34,11 @@ def status(kind: str, *, secure: bool = False) -> LocalBroker | None:
     path = state_dir() / f"{_name(kind, secure)}.json"
     if not path.exists():
         return None
-    broker = LocalBroker(**json.loads(path.read_text()))
+    state = json.loads(path.read_text())
+    broker = LocalBroker(**state)
     if process_alive(broker.pid):
+        if "driver_config" in state or path.stat().st_mode & 0o077:  # left by an older loadgen
+            _save(path, broker)
         return broker
     path.unlink(missing_ok=True)
     return None
@@ -42,12 +49,18 @@ def up(kind: str, port: int | None = None, *, secure: bool = False) -> LocalBrok
     if running is not None:
         return running
     folder = state_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     name = _name(kind, secure)
     starter = starter_of(kind, secure=secure)
     broker = start_with(starter, port or starter.port, folder / name, detach=True)
-    (folder / f"{name}.json").write_text(json.dumps(asdict(broker)))
+    _save(folder / f"{name}.json", broker)
     return broker
+
+
+def _save(path: Path, broker: LocalBroker) -> None:
+    """``broker``'s state at ``path``, its owner's only, without its driver config."""
+    state = {key: value for key, value in asdict(broker).items() if key != "driver_config"}
+    write_private(path, json.dumps(state))
 
 
 def down(kind: str, *, secure: bool = False) -> bool:

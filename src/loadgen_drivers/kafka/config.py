@@ -26,10 +26,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from confluent_kafka import KafkaException, Producer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from loadgen.base.errors import ConfigError
+from loadgen.base.properties import logical_lines
 from loadgen.base.redaction import looks_secret
 from loadgen_drivers.kafka.security import SECURITY_KEYS, translate_security
 
@@ -55,17 +55,17 @@ DROPPED_WITH_WARNING = {
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Java ``.properties`` lines: ``k=v`` or ``k: v``, ``#``/``!`` comments, blank lines."""
+    """Java ``.properties`` text (:mod:`loadgen.base.properties`): ``k=v`` or ``k: v``, ``\\``
+    continuations, ``#``/``!`` comments, blank lines. An error names the line by its number,
+    never its text: it may hold a secret."""
     properties = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
+    for line in logical_lines(text):
+        if line.is_blank or line.is_comment:
             continue
-        separators = [i for i in (line.find("="), line.find(":")) if i > 0]
-        if not separators:
-            raise ValueError(f"not a 'key=value' line: {line!r}")
-        cut = min(separators)
-        properties[line[:cut].strip()] = line[cut + 1 :].strip()
+        cut = line.separator()
+        if cut < 0:
+            raise ValueError(f"line {line.number} is not a 'key=value' line")
+        properties[line.text[:cut].strip()] = line.text[cut + 1 :].strip()
     return properties
 
 
@@ -157,6 +157,8 @@ def to_librdkafka(
 
 def check_with_librdkafka(section: str, conf: Mapping[str, str], source: str | None) -> None:
     """Let librdkafka reject unknown keys and bad values, without any network traffic."""
+    from confluent_kafka import KafkaException, Producer  # here: the model is read without it
+
     offline = {k: v for k, v in conf.items() if k != "bootstrap.servers"}
     offline.pop("group.id", None)
     try:

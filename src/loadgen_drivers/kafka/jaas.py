@@ -1,13 +1,14 @@
 """Java's ``sasl.jaas.config`` value, parsed: ``<LoginModule class> <flag> key="value" ...;``.
 
 librdkafka has no JAAS: it takes ``sasl.username`` / ``sasl.password``. Parsing the string
-properly (quoted values with backslash escapes, an optional ``;``) is what lets a password that
-contains spaces, quotes or ``;`` come through intact. Errors never quote the input: it holds a
-password.
+properly (quoted values with the backslash escapes Java's StreamTokenizer reads, an optional
+``;``) is what lets a password that contains spaces, quotes or ``;`` come through intact.
+Errors never quote the input: it holds a password.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 FLAGS = ("required", "requisite", "sufficient", "optional")
@@ -85,21 +86,37 @@ class _Reader:
         self.position += 1
 
     def value(self) -> str:
-        """A double-quoted value with ``\\`` escapes, or a bare word."""
+        """A value in double or single quotes, with Java's escapes (:func:`_unescaped`), or a
+        bare word."""
         self._skip_space()
-        if self.text[self.position : self.position + 1] != '"':
+        quote = self.text[self.position : self.position + 1]
+        if quote not in ('"', "'"):
             return self.word("a value")
         start = self.position
-        self.position += 1
-        chars = []
-        while self.position < len(self.text):
-            char = self.text[self.position]
-            if char == "\\" and self.position + 1 < len(self.text):
-                chars.append(self.text[self.position + 1])
-                self.position += 2
-                continue
-            self.position += 1
-            if char == '"':
-                return "".join(chars)
-            chars.append(char)
-        raise JaasSyntaxError(f"quoted value opened at character {start} is never closed")
+        end = self.position + 1
+        while end < len(self.text) and self.text[end] != quote:
+            end += 2 if self.text[end] == "\\" else 1
+        if end >= len(self.text):
+            raise JaasSyntaxError(f"quoted value opened at character {start} is never closed")
+        self.position = end + 1
+        return _unescaped(self.text[start + 1 : end])
+
+
+ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+"""The letters Java's StreamTokenizer maps after a backslash; any other character stands for
+itself."""
+ESCAPE = re.compile(r"\\([0-3][0-7]{0,2}|[4-7][0-7]?|.)", re.DOTALL)
+"""A backslash and what it escapes: up to three octal digits (``\\377`` at most, so ``\\477``
+is ``\\47`` then ``7``), or one character."""
+
+
+def _unescaped(quoted: str) -> str:
+    """A quoted value's text as Kafka's JaasConfig (Java's StreamTokenizer) reads it."""
+
+    def one(escape: re.Match[str]) -> str:
+        text = escape[1]
+        if text[0] in "01234567":
+            return chr(int(text, 8))
+        return ESCAPES.get(text, text)
+
+    return ESCAPE.sub(one, quoted)

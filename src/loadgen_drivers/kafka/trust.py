@@ -10,6 +10,8 @@ import ssl
 from collections.abc import Mapping
 from pathlib import Path
 
+from loadgen.driver_api import client_context
+
 
 def trust_context(conf: Mapping[str, str]) -> ssl.SSLContext | None:
     """The CA (a file or a folder) and host-name check librdkafka's ``conf`` asks for; ``None``
@@ -25,7 +27,7 @@ def trust_context(conf: Mapping[str, str]) -> ssl.SSLContext | None:
         return None
     folder = location is not None and Path(location).is_dir()  # librdkafka takes either
     try:
-        context = ssl.create_default_context(
+        context = client_context(
             cafile=None if folder else location, capath=location if folder else None, cadata=pem
         )
     except (OSError, ValueError):  # ssl.SSLError too: librdkafka's own message then stands

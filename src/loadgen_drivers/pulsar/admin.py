@@ -17,8 +17,9 @@ import urllib.error
 import urllib.request
 
 from loadgen.base.errors import DriverError
+from loadgen.driver_api import client_context
 from loadgen_drivers.pulsar.config import Authentication, ClientConfig, Persistence
-from loadgen_drivers.pulsar.login import auth_method, basic_login, token_of
+from loadgen_drivers.pulsar.login import credentials
 
 log = logging.getLogger("loadgen.pulsar")
 
@@ -36,22 +37,22 @@ def rest_path(topic: str) -> str:
 def auth_headers(auth: Authentication) -> dict[str, str]:
     if not auth.plugin:
         return {}
-    method = auth_method(auth)
+    login = credentials(auth)
+    if login is None:
+        log.warning(
+            "admin REST requests carry no credentials: only token and basic authentication are "
+            "supported there (plugin %s)",
+            auth.plugin,
+        )
+        return {}
+    method, credential = login
     if method == "token":
-        return {"Authorization": f"Bearer {token_of(str(auth.data))}"}
-    if method == "basic":
-        pair = ":".join(basic_login(str(auth.data))).encode()
-        return {"Authorization": f"Basic {base64.b64encode(pair).decode()}"}
-    log.warning(
-        "admin REST requests carry no credentials: only token and basic authentication are "
-        "supported there (plugin %s)",
-        auth.plugin,
-    )
-    return {}
+        return {"Authorization": f"Bearer {credential}"}
+    return {"Authorization": f"Basic {base64.b64encode(credential.encode()).decode()}"}
 
 
 def ssl_context(client: ClientConfig) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=client.tls_trust_certs_file_path)
+    context = client_context(cafile=client.tls_trust_certs_file_path)
     if client.tls_allow_insecure_connection:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE

@@ -16,7 +16,7 @@ import ssl
 
 from loadgen.base.protobuf_wire import LENGTH, VARINT, Field, WireError, decode, encode, first
 from loadgen_drivers.pulsar.config import Authentication
-from loadgen_drivers.pulsar.login import auth_method, basic_login, token_of
+from loadgen_drivers.pulsar.login import credentials
 
 CONNECT, CONNECTED, ERROR = 2, 3, 14
 """``BaseCommand.Type`` numbers, which are also each command's field number in it."""
@@ -30,13 +30,10 @@ CHECK_TIMEOUT_S = 2.0
 
 def auth_fields(auth: Authentication) -> tuple[str, bytes] | None:
     """The method name and data a Java or C++ client puts in CONNECT, for the plugins whose
-    data can be replayed (token, basic); ``None`` for the others."""
-    method = auth_method(auth)
-    if method == "token":
-        return method, token_of(str(auth.data)).encode()
-    if method == "basic":
-        return method, ":".join(basic_login(str(auth.data))).encode()
-    return None
+    data can be replayed (token, basic); ``None`` for the others. Unreadable data is a
+    ConfigError (:func:`credentials`)."""
+    login = credentials(auth)
+    return None if login is None else (login[0], login[1].encode())
 
 
 def connect_frame(method: str, data: bytes) -> bytes:

@@ -8,7 +8,10 @@ import binascii
 import json
 from pathlib import Path
 
+from loadgen.base.errors import ConfigError
 from loadgen_drivers.pulsar.config import Authentication
+
+AUTH_DATA_PATH = "client.authentication.data"
 
 
 def token_of(data: str) -> str:
@@ -33,6 +36,26 @@ def basic_login(data: str) -> tuple[str, str]:
     """The basic plugin's parameter, ``{"userId": ..., "password": ...}``, as (user, password)."""
     user = json.loads(data)
     return user["userId"], user["password"]
+
+
+def credentials(auth: Authentication) -> tuple[str, str] | None:
+    """The method (``token``, ``basic``) and what a Java or C++ client sends for it (the token,
+    or ``user:password``); ``None`` for the other plugins. Data that cannot be read (a token
+    file that is missing, basic JSON without ``userId`` and ``password``) is a ConfigError
+    naming :data:`AUTH_DATA_PATH`, never the data."""
+    method = auth_method(auth)
+    try:
+        if method == "token":
+            return method, token_of(str(auth.data))
+        if method == "basic":
+            return method, ":".join(basic_login(str(auth.data)))
+    except KeyError as missing:
+        raise ConfigError(f"the basic login has no {missing} field", path=AUTH_DATA_PATH) from None
+    except (OSError, TypeError, ValueError) as error:  # their texts quote no data
+        raise ConfigError(
+            f"the {method} login cannot be read: {error}", path=AUTH_DATA_PATH
+        ) from None
+    return None
 
 
 def login_name(auth: Authentication) -> str | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 CHUNK = 65536
+SHOWN_NAME_CHARS = 64
 
 
 def host_port(text: str) -> tuple[str, int]:
@@ -24,6 +25,14 @@ def host_port(text: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
     return host, int(port)
+
+
+def shown(name: str | None) -> str:
+    """A name a client sent before it was authenticated (a user, a token's subject, a
+    mechanism), for a log line or an error message: cut short, so a client cannot flood the log."""
+    if name is None:
+        return "unknown"
+    return repr(name[:SHOWN_NAME_CHARS])
 
 
 def server_tls(cert: Path, key: Path) -> ssl.SSLContext:

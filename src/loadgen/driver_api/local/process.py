@@ -60,7 +60,8 @@ class LocalBroker:
     """A broker process started locally (on 127.0.0.1 unless told otherwise).
 
     ``driver_config`` is the driver section that points at it, with whatever settings this
-    broker needs (test-broker quirks live here, never in driver defaults). ``helper_pids`` are
+    broker needs (test-broker quirks live here, never in driver defaults); a secured broker's
+    holds its password or token, so the printed form leaves it out. ``helper_pids`` are
     processes the broker spawned that outlive it (RabbitMQ's epmd), stopped after it.
     """
 
@@ -68,7 +69,7 @@ class LocalBroker:
     address: str
     pid: int
     log_path: str
-    driver_config: dict[str, Any] = field(default_factory=dict)
+    driver_config: dict[str, Any] = field(default_factory=dict, repr=False)
     temporary_dir: str | None = None
     """A scratch folder made for the broker's data and logs; removed by :meth:`stop`."""
     helper_pids: list[int] = field(default_factory=list)

@@ -11,12 +11,14 @@ The SASL tokens always travel in SaslAuthenticate requests (KIP-152): librdkafka
 SaslHandshake v1 and then SaslAuthenticate whenever the broker lists SaslHandshake v1 and
 SaslAuthenticate v0, which this front always does (librdkafka 2.16, measured: ApiVersions v3,
 SaslHandshake v1, SaslAuthenticate v1). The legacy raw tokens that follow a SaslHandshake v0
-are therefore not read: such a client is disconnected at its first token. tansu lists
-SaslAuthenticate up to v2 (flexible), which this front does not speak, hence its own ranges.
+are not read, so the front lists SaslHandshake v1 only and answers a v0 handshake with
+UNSUPPORTED_VERSION before it closes. tansu lists SaslAuthenticate up to v2 (flexible), which
+this front does not speak, hence its own ranges.
 
 Run as ``python -m loadgen_drivers.kafka.local.front --listen H:P --upstream H:P --cert F --key F
 --users F``; ``--users`` is a JSON object of user → password. It logs one line per login, with
-the user, mechanism and peer (never a password), to stderr and stops on SIGTERM.
+the user (cut to 64 characters), mechanism and peer (never a password), to stderr and stops on
+SIGTERM.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from loadgen.driver_api.local.front_io import (
     host_port,
     pump,
     server_tls,
+    shown,
     stop_on_signals,
     until_first_ends,
 )
@@ -53,7 +56,7 @@ from loadgen_drivers.kafka.local.scram import (
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 NO_ERROR, UNSUPPORTED_SASL_MECHANISM, UNSUPPORTED_VERSION = 0, 33, 35
 SASL_AUTHENTICATION_FAILED = 58
-OWN_VERSIONS = {API_VERSIONS: (0, 3), SASL_HANDSHAKE: (0, 1), SASL_AUTHENTICATE: (0, 1)}
+OWN_VERSIONS = {API_VERSIONS: (0, 3), SASL_HANDSHAKE: (1, 1), SASL_AUTHENTICATE: (0, 1)}
 FLEXIBLE_API_VERSIONS = 3
 """ApiVersions from v3 on is a flexible version (compact arrays, tagged fields)."""
 MECHANISMS = ("PLAIN", *HASHES)
@@ -278,9 +281,13 @@ class Front:
             if key == API_VERSIONS and exchange is None:
                 await _send(writer, request, api_versions_body(version, self.apis))
             elif key == SASL_HANDSHAKE and exchange is None and version <= 1:
+                if version < OWN_VERSIONS[SASL_HANDSHAKE][0]:
+                    log.info("login refused: SaslHandshake v%d, peer %s", version, peer)
+                    await _send(writer, request, sasl_handshake_body(UNSUPPORTED_VERSION))
+                    return False
                 mechanism = read_string(request.body)
                 if mechanism not in MECHANISMS:
-                    log.info("login refused: mechanism %r, peer %s", mechanism, peer)
+                    log.info("login refused: mechanism %s, peer %s", shown(mechanism), peer)
                     await _send(writer, request, sasl_handshake_body(UNSUPPORTED_SASL_MECHANISM))
                     return False
                 exchange = _exchange(mechanism, self.users)
@@ -294,7 +301,7 @@ class Front:
                 await _send(writer, request, sasl_authenticate_body(version, NO_ERROR, None, token))
                 if done:
                     user, mechanism = exchange.username, exchange.mechanism
-                    log.info("login: user %r, mechanism %s, peer %s", user, mechanism, peer)
+                    log.info("login: user %s, mechanism %s, peer %s", shown(user), mechanism, peer)
                     return True
             else:
                 return False
@@ -312,9 +319,9 @@ async def _refuse(
     peer: str,
 ) -> None:
     """Error 58 with a message that names the user and mechanism, as Kafka's brokers do."""
-    user, mechanism = exchange.username, exchange.mechanism
-    log.info("login failed: user %r, mechanism %s, peer %s: %s", user, mechanism, peer, reason)
-    who = f" for user '{user}'" if user is not None else ""
+    user, mechanism = shown(exchange.username), exchange.mechanism
+    log.info("login failed: user %s, mechanism %s, peer %s: %s", user, mechanism, peer, reason)
+    who = f" for user {user}" if exchange.username is not None else ""
     message = f"Authentication failed: {reason}{who} (mechanism {mechanism})"
     body = sasl_authenticate_body(request.version, SASL_AUTHENTICATION_FAILED, message, b"")
     await _send(writer, request, body)
@@ -375,7 +382,11 @@ async def serve(
         front.handle, *listen, ssl=tls, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S, limit=CHUNK
     )
     stopped = stop_on_signals()
-    log.info("listening on %s:%d for %s:%d", *listen, *upstream)
+    log.info(
+        "listening on %s:%d for %s:%d (that port takes local connections without TLS or a login)",
+        *listen,
+        *upstream,
+    )
     async with server:
         await stopped.wait()
         server.close()

@@ -4,7 +4,10 @@ Kept apart from any socket so that it can be checked against the RFC's example e
 Kafka client runs it in two steps: client-first → server-first, client-final → server-final.
 Passwords are used as their UTF-8 bytes without SASLprep, as Kafka's own brokers do. An unknown
 user is not told apart from a wrong password: the exchange goes on with a decoy salt (the same
-one for the same name) and fails at the proof, like a wrong password does.
+one for the same name) and fails at the proof, like a wrong password does. Refused, as Kafka
+refuses them: the reserved ``m=`` attribute (RFC 5802 §5.1), a saslname with an ``=`` that is
+not ``=2C`` or ``=3D``, and ``tokenauth=true`` (a delegation-token login; this server has no
+tokens, so checking it as a password would let a token client pass where Kafka refuses it).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +24,8 @@ HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_ITERATIONS = 4096
 """Kafka's minimum (and RFC 7677's example)."""
 _DECOY_KEY = secrets.token_bytes(32)
+_SASLNAME = re.compile(r"(?:[^=,]|=2C|=3D)+")
+"""RFC 5802's saslname: no raw ``,``, and ``=`` only in the two escapes."""
 
 
 class ScramError(Exception):
@@ -88,8 +94,10 @@ class ScramServer:
         self.username = _unescape(attributes["n"])
         if header.startswith("p="):
             raise ScramError("channel binding is not supported", self.username)
+        if attributes.get("tokenauth", "").lower() == "true":
+            raise ScramError("delegation tokens are not supported", self.username)
         authzid = header.split(",")[1]
-        if authzid and _unescape(authzid.removeprefix("a=")) != self.username:
+        if authzid and (not authzid.startswith("a=") or _unescape(authzid[2:]) != self.username):
             raise ScramError("authorization id differs from the user", self.username)
         credential = self.lookup(self.username)
         self._known = credential is not None
@@ -155,16 +163,20 @@ def _split_gs2(text: str) -> tuple[str, bool, str]:
 
 
 def _attributes(text: str, username: str | None) -> dict[str, str]:
-    """``a=1,b=2`` as a dict; later extensions (Kafka's ``tokenauth``) are kept, unread."""
+    """``a=1,b=2`` as a dict; extensions (Kafka's ``tokenauth``) are kept for the caller."""
     attributes = {}
     for part in text.split(","):
         key, equals, value = part.partition("=")
         if not equals or not key:
             raise ScramError("malformed attribute", username)
+        if key == "m":
+            raise ScramError("the reserved attribute m= is not supported", username)
         attributes.setdefault(key, value)
     return attributes
 
 
 def _unescape(name: str) -> str:
-    """RFC 5802's saslname: ``=2C`` is ``,`` and ``=3D`` is ``=``."""
+    """RFC 5802's saslname: ``=2C`` is ``,`` and ``=3D`` is ``=``; anything else is refused."""
+    if not _SASLNAME.fullmatch(name):
+        raise ScramError("malformed user name")
     return name.replace("=2C", ",").replace("=3D", "=")

@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from loadgen.driver_api.local.certs import Pair
-from loadgen.driver_api.local.process import LocalBroker, claim
-from loadgen.driver_api.local.secured import await_front, folder_certs, start_front, write_private
+from loadgen.driver_api.local.certs import Pair, write_private
+from loadgen.driver_api.local.process import LocalBroker, claim, stop_process
+from loadgen.driver_api.local.secured import (
+    STOP_TIMEOUT_S,
+    await_front,
+    folder_certs,
+    start_front,
+    stopped_on_failure,
+)
 from loadgen_drivers.kafka.local.tansu import TANSU_CLIENT_SETTINGS, start_tansu
 
 DRIVER_NAME = "kafka-secure-local"
@@ -45,34 +50,32 @@ def start_secure_kafka(
     """
     chosen, folder, temporary = claim("kafka", port, log_dir)
     password = secrets.token_urlsafe(24)
-    try:
+    with stopped_on_failure(temporary) as undo:
         ca, server = folder_certs(folder, server)
         users = write_private(folder / "users.json", json.dumps({user: password}))
         tansu = start_tansu(log_dir=folder, detach=detach, advertised_port=chosen)
-    except BaseException:
-        if temporary:
-            shutil.rmtree(temporary, ignore_errors=True)
-        raise
-    log_path = folder / f"kafka-front-{chosen}.log"
-    arguments = [
-        "--listen", f"127.0.0.1:{chosen}", "--upstream", tansu.address,
-        "--cert", str(server.cert), "--key", str(server.key), "--users", str(users),
-    ]  # fmt: skip
-    front = start_front("loadgen_drivers.kafka.local.front", arguments, log_path, detach=detach)
-    text = driver_yaml(driver_config(f"127.0.0.1:{chosen}", ca, user, password))
-    driver_file = write_private(folder / f"{DRIVER_NAME}.yaml", text)
-    section = {k: v for k, v in yaml.safe_load(text).items() if k not in ("name", "driver")}
-    broker = LocalBroker(
-        kind="kafka",
-        address=f"127.0.0.1:{chosen}",
-        pid=front.pid,
-        log_path=str(log_path),
-        driver_config=section,
-        temporary_dir=temporary,
-        helper_pids=[tansu.pid],
-        driver_file=str(driver_file),
-    )
-    await_front(front, broker)
+        undo.callback(tansu.stop, STOP_TIMEOUT_S)
+        log_path = folder / f"kafka-front-{chosen}.log"
+        arguments = [
+            "--listen", f"127.0.0.1:{chosen}", "--upstream", tansu.address,
+            "--cert", str(server.cert), "--key", str(server.key), "--users", str(users),
+        ]  # fmt: skip
+        front = start_front("loadgen_drivers.kafka.local.front", arguments, log_path, detach=detach)
+        undo.callback(stop_process, front.pid, STOP_TIMEOUT_S)
+        text = driver_yaml(driver_config(f"127.0.0.1:{chosen}", ca, user, password))
+        driver_file = write_private(folder / f"{DRIVER_NAME}.yaml", text)
+        section = {k: v for k, v in yaml.safe_load(text).items() if k not in ("name", "driver")}
+        broker = LocalBroker(
+            kind="kafka",
+            address=f"127.0.0.1:{chosen}",
+            pid=front.pid,
+            log_path=str(log_path),
+            driver_config=section,
+            temporary_dir=temporary,
+            helper_pids=[tansu.pid],
+            driver_file=str(driver_file),
+        )
+        await_front(front, broker)
     return broker
 
 

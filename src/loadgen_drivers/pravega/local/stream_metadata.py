@@ -36,12 +36,16 @@ from loadgen_drivers.pravega.local.controller_messages import (
 from loadgen_drivers.pravega.local.segments import Segments
 
 PAGE_LIMIT = 1000
+"""Scopes or streams per listing page, as Pravega's controller."""
+FIXED_NUM_SEGMENTS = 0
+"""``ScalingPolicyType``'s fixed policy: the only one the local Pravega follows."""
+REAP_INTERVAL_S = 1.0
+"""How often :meth:`StreamMetadata.reap` runs: leases and aborted segments end within this."""
 ABORTED_KEPT_S = 10.0
 """How long an aborted transaction's segments stay (sealed) before they are deleted. Pravega
 deletes them in the background, after the abort has returned; a client whose write to the
 transaction is still being set up then finds the segment sealed, not gone (gone, the Rust
 client panicked in a background task)."""
-"""Scopes or streams per listing page, as Pravega's controller."""
 
 _NAME = re.compile(r"_?[A-Za-z0-9.\-]{1,255}")
 """Scope and stream names Pravega accepts (``NameUtils.validateStreamName``: an optional ``_``
@@ -138,6 +142,7 @@ class StreamMetadata:
         if name in streams:
             return CreateStreamStatus.STREAM_EXISTS
         count = max(1, config.scaling.min_num_segments)
+        _say_if_scaling(config, count)
         ranges = [
             SegmentRange(config.stream, number, number / count, (number + 1) / count)
             for number in range(count)
@@ -162,6 +167,7 @@ class StreamMetadata:
         stream = streams.get(config.stream.stream)
         if stream is None:
             return UpdateStreamStatus.STREAM_NOT_FOUND
+        _say_if_scaling(config, len(stream.segments))
         stream.config = config
         return UpdateStreamStatus.SUCCESS
 
@@ -293,14 +299,28 @@ class StreamMetadata:
             raise NotFound(f"stream {info.scope}/{info.stream}")
         return stream
 
+    def reap(self) -> None:
+        """Aborts the open transactions whose lease ran out and deletes the aborted segments
+        whose time has come. The controller runs it every :data:`REAP_INTERVAL_S`, as
+        Pravega's works in the background: neither waits for a client's next call."""
+        for streams in self._scopes.values():
+            for stream in streams.values():
+                for txn in stream.transactions.values():
+                    self._expire(txn)
+        self._delete_aborted()
+
     def _transaction(self, info: StreamInfo, txn_id: int) -> Transaction | None:
-        """The transaction, aborted first if its lease ran out (Pravega's controller aborts a
-        transaction nobody pinged in time; here that happens when it is next asked about)."""
+        """The transaction, aborted first if its lease ran out since the last :meth:`reap`."""
         stream = self._scopes.get(info.scope, {}).get(info.stream)
         txn = None if stream is None else stream.transactions.get(txn_id)
-        if txn is not None and txn.state is TxnState.OPEN and self._clock() > txn.deadline:
-            self._abort(txn)
+        if txn is not None:
+            self._expire(txn)
         return txn
+
+    def _expire(self, txn: Transaction) -> None:
+        """Pravega's controller aborts a transaction nobody pinged within its lease."""
+        if txn.state is TxnState.OPEN and self._clock() > txn.deadline:
+            self._abort(txn)
 
     def _commit(self, txn: Transaction) -> None:
         for txn_segment, parent in txn.segments:
@@ -309,7 +329,7 @@ class StreamMetadata:
 
     def _abort(self, txn: Transaction) -> None:
         """Seals the transaction's segments now and deletes them :data:`ABORTED_KEPT_S` later
-        (at the next transaction created after that, which bounds how many stay)."""
+        (at the first :meth:`reap` or transaction created after that)."""
         delete_at = self._clock() + ABORTED_KEPT_S
         for txn_segment, _parent in txn.segments:
             if self._segments.exists(txn_segment):
@@ -323,3 +343,16 @@ class StreamMetadata:
             _, txn_segment = self._aborted.pop(0)
             if self._segments.exists(txn_segment):
                 self._segments.delete(txn_segment)
+
+
+def _say_if_scaling(config: StreamConfig, count: int) -> None:
+    """A stream that asks for auto-scaling still gets a fixed set of segments: the log says so,
+    since a driver's split and merge paths then go untested."""
+    policy = config.scaling.scale_type
+    if policy != FIXED_NUM_SEGMENTS:
+        stream = f"{config.stream.scope}/{config.stream.stream}"
+        print(
+            f"controller: stream {stream} asks for scaling policy {policy}; it keeps its "
+            f"{count} segments, since the local Pravega never scales",
+            flush=True,
+        )

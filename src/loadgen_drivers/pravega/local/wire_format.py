@@ -16,6 +16,8 @@ from abc import ABC, abstractmethod
 from typing import Any, NamedTuple
 
 HEADER = struct.Struct(">ii")
+EVENT_TYPE_CODE = 0
+"""The wire type of an event inside a segment (``WireCommandType.EVENT``)."""
 MAX_PAYLOAD = 0x00FF_FFFF
 """The largest payload either side accepts (16 MiB - 1), as Pravega's ``MAX_WIRECOMMAND_SIZE``."""
 
@@ -155,12 +157,16 @@ class _TableEntry(Field):
 
 
 class _Event(Field):
-    """An event as it lies in a segment: ``0 (i32) | length (u32) | data``, kept whole."""
+    """An event as it lies in a segment: ``0 (i32) | length (u32) | data``, kept whole. Another
+    type code is refused, as Pravega's ``Event.readFrom`` refuses it."""
 
     def encode(self, out: bytearray, value: bytes) -> None:
         out += value
 
     def decode(self, buf: bytes, at: int) -> tuple[bytes, int]:
+        (code,) = struct.unpack_from(">i", buf, at)
+        if code != EVENT_TYPE_CODE:
+            raise ValueError(f"an event of type {code}, not {EVENT_TYPE_CODE} (Event)")
         _, end = BYTES.decode(buf, at + 4)
         return bytes(buf[at:end]), end
 

@@ -74,6 +74,17 @@ async def read_frame(reader: asyncio.StreamReader, limit: int | None = None) -> 
     return head + await reader.readexactly(size)
 
 
+_TYPE_TAG = bytes([TYPE_FIELD << 3 | VARINT])
+_LOOKUP_RESPONSE_START = _TYPE_TAG + bytes([LOOKUP_RESPONSE])
+"""How a LOOKUP_RESPONSE's command starts: 24 is a one-byte varint."""
+
+
+def may_be_lookup_response(raw: bytes) -> bool:
+    """Whether a frame has to be decoded to tell: not when its command starts with another
+    ``type``, as encoders write it, so MESSAGE frames pass without a protobuf decode."""
+    return raw[8:9] != _TYPE_TAG or raw[8:10] == _LOOKUP_RESPONSE_START
+
+
 def parse(raw: bytes) -> Frame:
     command_size = int.from_bytes(raw[4:8], "big")
     if 8 + command_size > len(raw):

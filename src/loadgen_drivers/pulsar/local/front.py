@@ -12,6 +12,10 @@ cannot be told another. A client on ``pulsar+ssl://`` connects to ``brokerServic
 C++ client under pulsar-client reads only that one under TLS), so every LOOKUP_RESPONSE is
 rewritten to name this listener in both URLs: the client never learns pulsar-lite's port.
 
+The token is checked at CONNECT only, as a broker does without ``authenticationRefreshCheck``:
+a token that expires later keeps the connection it opened. Frames from the broker are decoded
+only when they may be a LOOKUP_RESPONSE (:func:`commands.may_be_lookup_response`).
+
 Run as ``python -m loadgen_drivers.pulsar.local.front --listen H:P --upstream H:P --cert F --key F
 --secret-file F``; one line per accepted or refused CONNECT goes to stderr; SIGTERM stops it.
 """
@@ -31,6 +35,7 @@ from loadgen.driver_api.local.front_io import (
     host_port,
     pump,
     server_tls,
+    shown,
     stop_on_signals,
     until_first_ends,
 )
@@ -43,7 +48,6 @@ HANDSHAKE_TIMEOUT_S = 10.0
 """For the TLS handshake, and again for the CONNECT after it: a client that sends nothing is
 dropped rather than held."""
 TOKEN_METHOD = "token"
-SHOWN_SUBJECT_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -68,13 +72,6 @@ def authenticate(auth: commands.ConnectAuth, secret: bytes) -> str:
     if not token:
         raise TokenError("no token given")
     return verify_token(token, secret)
-
-
-def shown(subject: str | None) -> str:
-    """A subject for a log line or an error message: read from an unverified token, so bounded."""
-    if subject is None:
-        return "unknown"
-    return repr(subject[:SHOWN_SUBJECT_CHARS])
 
 
 def refusal(error: TokenError) -> str:
@@ -171,11 +168,12 @@ async def _relay(
 
 async def _frames(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, url: str) -> None:
     while True:
-        frame = commands.parse(await commands.read_frame(reader))
-        if frame.type == commands.LOOKUP_RESPONSE:
-            writer.write(commands.with_broker_url(frame, url))
-        else:
-            writer.write(frame.raw)
+        raw = await commands.read_frame(reader)
+        if commands.may_be_lookup_response(raw):
+            frame = commands.parse(raw)
+            if frame.type == commands.LOOKUP_RESPONSE:
+                raw = commands.with_broker_url(frame, url)
+        writer.write(raw)
         await writer.drain()
 
 

@@ -13,9 +13,15 @@ from typing import Any
 
 import yaml
 
-from loadgen.driver_api.local.certs import Pair
-from loadgen.driver_api.local.process import LocalBroker, claim
-from loadgen.driver_api.local.secured import await_front, folder_certs, start_front, write_private
+from loadgen.driver_api.local.certs import Pair, write_private
+from loadgen.driver_api.local.process import LocalBroker, claim, stop_process
+from loadgen.driver_api.local.secured import (
+    STOP_TIMEOUT_S,
+    await_front,
+    folder_certs,
+    start_front,
+    stopped_on_failure,
+)
 from loadgen_drivers.pulsar.local.jwt_hs256 import make_token, new_secret
 from loadgen_drivers.pulsar.local.lite import (
     PULSAR_LITE_CLIENT_SETTINGS,
@@ -47,31 +53,36 @@ def start_secure_pulsar(
     """
     pulsar_lite_binary()  # MissingExtra before anything is made
     chosen, folder, temporary = claim("pulsar", port, log_dir, host=HOST)
-    ca, pair = folder_certs(folder, server)
-    secret_file = write_private(folder / SECRET_FILE, secret := new_secret())
-    lite = start_pulsar_lite(data_dir=folder, detach=detach, host=HOST)
-    address = f"{HOST}:{chosen}"
-    log_path = folder / f"pulsar-front-{chosen}.log"
-    arguments = [
-        "--listen", address, "--upstream", lite.address,
-        "--cert", str(pair.cert), "--key", str(pair.key), "--secret-file", str(secret_file),
-    ]  # fmt: skip
-    front = start_front("loadgen_drivers.pulsar.local.front", arguments, log_path, detach=detach)
-    section = secure_driver_config(address, ca, make_token(subject, secret))
-    driver_file = folder / f"{DRIVER_NAME}.yaml"
-    broker = LocalBroker(
-        "pulsar",
-        address,
-        front.pid,
-        str(log_path),
-        section,
-        temporary,
-        helper_pids=[lite.pid],
-        driver_file=str(driver_file),
-    )
-    await_front(front, broker)
-    document = {"name": DRIVER_NAME, "driver": "pulsar", **section}
-    write_private(driver_file, yaml.safe_dump(document, sort_keys=False))
+    with stopped_on_failure(temporary) as undo:
+        ca, pair = folder_certs(folder, server)
+        secret_file = write_private(folder / SECRET_FILE, secret := new_secret())
+        lite = start_pulsar_lite(data_dir=folder, detach=detach, host=HOST)
+        undo.callback(lite.stop, STOP_TIMEOUT_S)
+        address = f"{HOST}:{chosen}"
+        log_path = folder / f"pulsar-front-{chosen}.log"
+        arguments = [
+            "--listen", address, "--upstream", lite.address,
+            "--cert", str(pair.cert), "--key", str(pair.key), "--secret-file", str(secret_file),
+        ]  # fmt: skip
+        front = start_front(
+            "loadgen_drivers.pulsar.local.front", arguments, log_path, detach=detach
+        )
+        undo.callback(stop_process, front.pid, STOP_TIMEOUT_S)
+        section = secure_driver_config(address, ca, make_token(subject, secret))
+        driver_file = folder / f"{DRIVER_NAME}.yaml"
+        broker = LocalBroker(
+            "pulsar",
+            address,
+            front.pid,
+            str(log_path),
+            section,
+            temporary,
+            helper_pids=[lite.pid],
+            driver_file=str(driver_file),
+        )
+        await_front(front, broker)
+        document = {"name": DRIVER_NAME, "driver": "pulsar", **section}
+        write_private(driver_file, yaml.safe_dump(document, sort_keys=False))
     return broker
 
 

@@ -4,8 +4,8 @@ Usage: python bench/kafka_latency_vs_native.py --native PATH [--rate 10000] [--s
        [--warmup 5] [--rounds 3] [--size 1024]
 
 PATH is librdkafka's ``examples/rdkafka_performance`` built against the confluent-kafka wheel's
-librdkafka, the library loadgen's Kafka driver calls (how: bench/RESULTS.md, "Issue #43: latency
-beside native rdkafka_performance"). Starts a local tansu; each round runs both sides, in
+librdkafka, the library loadgen's Kafka driver calls (how: bench/results/kafka.md, "Issue #43,
+second part"). Starts a local tansu; each round runs both sides, in
 alternating order, each on a fresh one-partition topic:
 
 - ``native``: ``rdkafka_performance -C -l`` (a consumer from the end of the partition), then

@@ -8,6 +8,11 @@ driver + per-second histogram binning) and C (the whole ``loadgen run`` process 
 subprocesses (:mod:`ab`), each sending unthrottled to a fresh 16-partition topic for
 ``--seconds``. Every side is broker-bound on a 2-core box, so CPU per message is the efficiency
 figure; throughput ratios are reported beside it.
+
+Every side carries what loadgen's Kafka driver carries: the 32-byte stamp in the payload's first
+bytes (:mod:`loadgen.driver_api.stamp`: the mark ``lg-stamp``, send time, message id, intended send
+time) and no header. Until issue #60 the bare loop sent an 8-byte ``lg-send-ns`` header instead,
+which loadgen no longer carries: every figure of this script in bench/results/ was measured so.
 """
 
 from __future__ import annotations
@@ -18,20 +23,27 @@ from collections.abc import Callable
 import ab
 from loadgen.driver_api import TopicSpec
 from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.stamp import PREFIX_BYTES, PREFIX_MARK, PREFIXED
 
 PRODUCER_SETTINGS = {"acks": "all", "linger.ms": "1", "batch.size": "131072"}
 PARTITIONS = 16
 
 
 def bare(bootstrap: str, topic: str, seconds: float, size: int) -> dict:
-    """A tight loop a user would write: the same 8-byte send-time header loadgen carries (tansu
-    is measurably faster with it than without), a shared delivery callback, poll(0) after every
-    512 sends, and on a full queue poll(1 ms) and retry the same message."""
+    """A tight loop a user would write, carrying what loadgen's Kafka driver carries: the 32-byte
+    stamp as the payload's first bytes (send time, message id, and the send time again as the
+    intended time, since nothing is scheduled), no header. A shared delivery callback, poll(0)
+    after every 512 sends, and on a full queue poll(1 ms) and retry the same message."""
     from confluent_kafka import Producer
 
+    if size < PREFIX_BYTES:
+        raise ValueError(
+            f"--size {size}: the bare loop needs at least {PREFIX_BYTES} bytes for the stamp "
+            "(loadgen carries a shorter payload's stamp in a header, which this loop does not)"
+        )
     producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_SETTINGS})
-    produce, payload = producer.produce, bytes(size)
-    acked = [0]
+    produce, pack, tail = producer.produce, PREFIXED.pack, bytes(size - PREFIX_BYTES)
+    acked, message_id = [0], 0
 
     def delivered(error, message):
         if error is None:
@@ -41,10 +53,12 @@ def bare(bootstrap: str, topic: str, seconds: float, size: int) -> dict:
     end = start + seconds
     while time.perf_counter() < end:
         for _ in range(512):
-            headers = [("lg-send-ns", time.time_ns().to_bytes(8, "big"))]
+            now = time.time_ns()
+            value = pack(PREFIX_MARK, now, message_id, now) + tail
+            message_id += 1
             while True:
                 try:
-                    produce(topic, payload, None, on_delivery=delivered, headers=headers)
+                    produce(topic, value, None, on_delivery=delivered)
                     break
                 except BufferError:
                     producer.poll(0.001)

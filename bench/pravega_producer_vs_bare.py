@@ -244,7 +244,8 @@ def print_broker(rows: dict[str, list[dict]]) -> None:
 
 
 def markdown(rows: dict[str, list[dict]], window: int, reference_ns: list[float]) -> None:
-    """A header and one row for RESULTS.md: medians per side, per-round ratios to the first."""
+    """A header and one row for bench/results/pravega.md: medians per side, per-round ratios to
+    the first."""
     base, *others = rows
     header = ["window"]
     cells = [f"{window:,}"]

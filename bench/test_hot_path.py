@@ -1,6 +1,6 @@
 """Micro-benchmarks of the per-message path (pytest-benchmark): python -m pytest bench/ -q
 
-Not part of the test suite (testpaths = tests); numbers go to bench/RESULTS.md.
+Not part of the test suite (testpaths = tests); numbers go to bench/results/memory-and-engine.md.
 """
 
 from time import perf_counter_ns

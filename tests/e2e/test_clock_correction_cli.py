@@ -22,7 +22,7 @@ SKEW_MS = 250.0
 TRUE_CEILING_MS = SKEW_MS / 2
 """What a corrected e2e p50 stays below; an uncorrected one is at least SKEW_MS. Not tighter: on
 a loaded 2-core host a consumer under libfaketime was seen 90 ms behind at the median
-(bench/RESULTS.md, "Clock correction")."""
+(bench/results/distributed-and-scaling.md, "Clock correction")."""
 ONE_PARTITION = (
     Path(__file__).resolve().parents[2] / "configs/workloads/1-topic-1-partition-1kb.yaml"
 )

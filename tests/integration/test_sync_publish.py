@@ -116,7 +116,8 @@ def check(spy, result):
 def test_synchronous_kafka_keeps_one_message_in_flight(kafka_broker, monkeypatch):
     config = dict(kafka_broker.driver_config)
     # a short batching wait: each message waits linger.ms alone. Not 0: tansu then lost 1-2
-    # of ~13k messages in 2 of 3 runs, synchronous or not (a broker defect, bench/RESULTS.md)
+    # of ~13k messages in 2 of 3 runs, synchronous or not (a broker defect,
+    # bench/results/kafka.md)
     config["producerConfig"] = "acks=all\nlinger.ms=1"
     spec = DriverSpec("Kafka", "kafka", config, "tansu")
     # one producer per topic: with two producers appending one-message batches to the same

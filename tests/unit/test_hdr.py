@@ -190,7 +190,7 @@ def test_encoding_intervals_of_every_size_leaves_nothing_for_the_garbage_collect
     """Each interval's largest value sets the size of its encoding; a ctypes buffer type per
     size was garbage only the cyclic collector frees, which the producer loop's raised
     threshold holds off for the whole run: ~3 KB of RSS per new size, up to 12 KB an interval
-    of the 1-s soak (bench/RESULTS.md "Soak: what grew")."""
+    of the 1-s soak (bench/results/soak.md "Soak: what grew")."""
     intervals = [hdr.record_ns("endToEnd", [1_000, (1_000 + 37 * n) * 1_000]) for n in range(300)]
     gc.collect()
     gc.disable()

@@ -3,8 +3,8 @@
 Why: a client that acknowledges through Python callbacks from a native I/O thread hands the
 GIL to that thread and back for every message, and on different cores each hand-off is a
 cross-core wake-up. Pinning helps such a client and gains nothing for one that acknowledges on
-the sending thread (bench/RESULTS.md "CPU pinning and the other clients"), hence an option,
-not a default.
+the sending thread (bench/results/clients.md "CPU pinning and the other clients"), hence an
+option, not a default.
 
 Linux applies the affinity to the calling thread, and every thread inherits it from the thread
 that starts it: pin before any driver starts its threads, and after starting a local broker

@@ -66,8 +66,8 @@ __all__ = [
 SPARSE_BELOW = 8
 """An interval with fewer values than 1/8 of the counts array is binned by sorting, a bigger one
 with ``bincount``: sorting a few thousand values costs far less than filling a counts array of
-millions, which keeps the stats tick on time in light runs (bench/RESULTS.md "Engine cost of
-message ids")."""
+millions, which keeps the stats tick on time in light runs (bench/results/memory-and-engine.md
+"Engine cost of message ids")."""
 
 
 def _from_counts_array(metric: str, dense: np.ndarray) -> Histogram:

@@ -1,9 +1,10 @@
 """How many local worker processes a run gets when ``--processes`` does not say.
 
 A process is only worth starting when the rate needs it: beside the coordinator and a broker on
-the same host, each extra process adds its own latency (bench/RESULTS.md "Default process
-count"). So the count is the rate the workload asks for (messages sent plus received per
-second) against what one process handles while staying at most half busy (the driver's
+the same host, each extra process adds its own latency
+(bench/results/distributed-and-scaling.md "Default process count"). So the count is the rate the
+workload asks for (messages sent plus received per second) against what one process handles
+while staying at most half busy (the driver's
 capacity in the host's calibration, :mod:`loadgen.base.calibration`), never more than the CPUs
 this process may use (affinity and cgroup quota) nor more than the split keeps busy. A run with
 no fixed rate (rate discovery, a catch-up drain) gets every CPU the split can use.

@@ -5,7 +5,8 @@ time, message id, intended time). It replaces the payload's first bytes, so a me
 configured size. Why not a header or property: the client then copies one buffer it copies
 anyway, instead of building, serialising and (on the consumer) parsing a key/value pair per
 message, so both clients spend less CPU per message than with a 24-byte header or property
-(bench/RESULTS.md "Pulsar producer path" and "Issue #27 again"). What it costs: the payload's
+(bench/results/pulsar.md "Pulsar producer path", bench/results/kafka.md "Issue #27 again").
+What it costs: the payload's
 first 32 bytes are loadgen's, which matters to anyone who reads the messages with their own
 tools, and a payload shorter than the prefix still needs the driver's other carrier.
 """

@@ -10,8 +10,8 @@ itself and makes the client call the driver described, with no Python bytecode p
 is built where the recorders' ``loadgen.engine._hotpath`` is, and ``LOADGEN_PURE_PYTHON=1``
 switches it off with them. Otherwise :class:`SendBurst`, the same steps in Python, hands each
 message to its producer's ``send``, which stamps it: in Python, a driver's own ``send`` is the
-cheaper way to its client, well ahead of a Python twin of the C burst (bench/RESULTS.md "Issue
-#43").
+cheaper way to its client, well ahead of a Python twin of the C burst
+(bench/results/memory-and-engine.md "Issue #43").
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ pure-Python recorder each message allocates a callback or two that live until ac
 C recorder's acknowledgements are not tracked by the collector). A burst of them crosses the young
 generation's default threshold (700), and the in-flight callbacks, promoted generation by
 generation, would be walked again by every older collection while freeing next to nothing
-(bench/RESULTS.md "Pulsar producer path"). The heap built before the loop is frozen too, so a
+(bench/results/pulsar.md "Pulsar producer path"). The heap built before the loop is frozen too, so a
 full collection does not walk every module, config and client object.
 """
 

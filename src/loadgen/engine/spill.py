@@ -4,7 +4,7 @@ A run keeps every interval until it ends (the result lists each one's percentile
 histogram; the .hlog files hold them all). Packed (:func:`loadgen.base.hdr.pack`), one interval's
 histograms still take ~50-70 KB at a few thousand msg/s, and a coordinator keeps the run's and
 every worker's intervals: held in memory, they would grow it linearly with the run's length
-(bench/RESULTS.md "Soak: 15 minutes at 2000 msg/s"). Spilled, an interval costs memory for its
+(bench/results/soak.md "Soak: 15 minutes at 2000 msg/s"). Spilled, an interval costs memory for its
 counters and a few offsets only; the packed bytes go to an unnamed temporary file in ``$TMPDIR``
 (one per :class:`Spill`), which the OS frees once the last interval that refers to it is gone,
 so a result handed to an embedding caller stays readable.

@@ -2,10 +2,10 @@
 
 Spark's own file source costs the driver's JVM about 0.35 ms per new file (it lists the
 directory, logs each file's entry as JSON, reads the log back and lists every file again), and
-the executors wait meanwhile: seconds for a batch of thousands of files (bench/RESULTS.md
-"The job's own loop instead of Spark's file source"). This source lists the
-directory once per batch (``os.scandir`` for a local one, Hadoop's FileSystem otherwise) and
-records the batch's files as one text file.
+the executors wait meanwhile: seconds for a batch of thousands of files (bench/results/pipeline.md
+"The job's own loop instead of Spark's file source"). This source lists the directory once per
+batch (``os.scandir`` for a local one, Hadoop's FileSystem otherwise) and records the batch's
+files as one text file.
 
 The record, under ``OUT/_checkpoint`` (:class:`BatchLog`):
 

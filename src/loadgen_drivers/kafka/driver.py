@@ -111,7 +111,7 @@ IDLE_WAIT_S = 0.1
 UNASSIGNED = -1
 """librdkafka's ``RD_KAFKA_PARTITION_UA``: the partitioner chooses. Passed because ``produce``
 called with positional arguments only skips matching keyword names, a visible share of the
-producer thread's CPU per message (bench/RESULTS.md "Issue #27 again")."""
+producer thread's CPU per message (bench/results/kafka.md "Issue #27 again")."""
 pack_stamp = STAMP.pack
 unpack_stamp = STAMP.unpack
 
@@ -245,7 +245,7 @@ class KafkaConsumer:
         """The partitions the consumer holds, as its rebalance callbacks said (replaced whole,
         so other threads read it without a lock). ``Consumer.assignment()`` is not used: it
         waits without a timeout for the client's group thread, which a broker restart can hold
-        for tens of seconds (bench/RESULTS.md "Flake hunt")."""
+        for tens of seconds (bench/results/loaded-host.md "Flake hunt")."""
         if partitions is None:
             self._consumer.subscribe(
                 [topic],

@@ -4,8 +4,8 @@ The ``pravega`` client retries a blocking call for about a minute before it rais
 return from one against a port that accepts and never answers, and fails some with
 ``pyo3_runtime.PanicException`` (a ``BaseException``). It holds the GIL all the while, so no
 other Python thread runs: a deadline kept by another thread is frozen with it, and Ctrl-C is
-seen only once the call returns (bench/RESULTS.md, "Pravega client: blocking calls without a
-server"). Hence three guards:
+seen only once the call returns (bench/results/pravega.md, "Pravega client: blocking calls
+without a server"). Hence three guards:
 
 * :func:`probe_tcp` before every entry point: a 1-s TCP connect to the controller, so a closed
   port is :class:`~loadgen.base.errors.BrokerUnreachable` in milliseconds, naming the URI;

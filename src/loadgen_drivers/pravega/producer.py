@@ -10,9 +10,9 @@ completion. The client still makes a future per event; that cost is its own.
 
 ``write_event_async`` does not keep the order of its calls: each call is a task that takes the
 writer's lock, and tasks take it in the order the client's runtime runs them, so even one key's
-writes can complete out of order (blocking writes keep it; bench/RESULTS.md "Pravega producer
-path"). Pravega promises a routing key's events in the order written, so a keyed write waits
-until the previous write of its key is acknowledged; writes of other keys go on meanwhile, and
+writes can complete out of order (blocking writes keep it; bench/results/pravega.md "Pravega
+producer path"). Pravega promises a routing key's events in the order written, so a keyed write
+waits until the previous write of its key is acknowledged; writes of other keys go on meanwhile, and
 events without a key (no order to keep) are never held.
 
 The client bounds nothing it has not acknowledged, so ``send`` does: beyond
@@ -45,7 +45,7 @@ MAX_UNACKNOWLEDGED = 1_000
 Kafka's and Pulsar's clients block on a full queue. The client has no bound of its own:
 unthrottled, it queues events far faster than the server acknowledges them (gigabytes within
 seconds), and a bounded window is acknowledged faster than an unbounded queue
-(bench/RESULTS.md, "Pravega producer path")."""
+(bench/results/pravega.md, "Pravega producer path")."""
 FULL_WAIT_S = 30.0
 """How long ``send`` waits for room before it reports the event as failed (Kafka's too)."""
 ROOM_CHECK_S = 0.1

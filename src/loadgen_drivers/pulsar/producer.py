@@ -5,7 +5,8 @@ They travel in the payload's first 32 bytes, or in a property for a shorter payl
 bound ``partial`` per message turns that into the engine's ``on_done(error)``. Messages are built
 with the client's own ``MessageBuilder`` and handed to the native producer: the public
 ``send_async`` re-checks ten optional arguments' types and runs the bytes schema per message,
-0.8 µs of the ~19 µs a message costs the client (bench/RESULTS.md "Pulsar producer path"). With
+0.8 µs of the ~19 µs a message costs the client (bench/results/pulsar.md "Pulsar producer
+path"). With
 ``blockIfQueueFull`` a full pending queue blocks ``send`` (the wait shows up as publish delay);
 without it the client fails the message at once with ``ProducerQueueIsFull``, which reaches
 ``on_done`` as an error like every other failure: nothing is dropped silently.

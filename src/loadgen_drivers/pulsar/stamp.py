@@ -9,7 +9,7 @@ Why two places: a property costs the client far more than bytes in the payload. 
 is a Python-to-C++ call with two string conversions, an entry in the message's metadata map and
 a key/value pair serialized into the batch, and on the consumer a dict built from the metadata
 map. So the prefix is the carrier wherever the payload has room, and the property only where it
-has not (bench/RESULTS.md "Pulsar producer path" compares the two).
+has not (bench/results/pulsar.md "Pulsar producer path" compares the two).
 """
 
 from __future__ import annotations

@@ -222,10 +222,10 @@ class RabbitConsumer:
         A delivery the broker has taken off the queue but not yet written to the socket is not
         in a count taken then, and RabbitMQ's channel can answer a declare, or a cancel, ahead
         of deliveries it has queued: a count taken while consuming leaves such messages neither
-        received nor counted, so called lost (bench/RESULTS.md "Flake hunt"). Cancelled, the
-        consumers take nothing more off the queues, and pika rejects (requeues) what still
-        arrives for them; so the count only grows, by those, and is final once it stops: every
-        message then either received or counted, never both."""
+        received nor counted, so called lost (bench/results/loaded-host.md "Flake hunt").
+        Cancelled, the consumers take nothing more off the queues, and pika rejects (requeues)
+        what still arrives for them; so the count only grows, by those, and is final once it
+        stops: every message then either received or counted, never both."""
         deadline = monotonic() + timeout_s
         counts: dict[str, int] = {}
 

@@ -4,8 +4,8 @@
 # (PySpark and a Java 17 runtime, about 1.1 GB more).
 #
 # BASE is any Debian-like image with Python >= 3.11 and its venv module; the official one by
-# default. Without a registry, `--build-arg BASE=...` names one made locally (README, "Container
-# image and compose").
+# default. Without a registry, `--build-arg BASE=...` names one made locally (docs/scaling-out.md,
+# "Container image and compose").
 ARG BASE=python:3.11-slim
 
 # Wheels are built and installed into a virtual environment here, and only the environment is

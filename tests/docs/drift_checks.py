@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib.util
+import itertools
 import os
 import re
 import shlex
@@ -35,6 +36,11 @@ ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*)(:-[^}]*)?\}")
 CONTROL = {"&&", "||", ";", "|", "&", "(", ")"}
 REDIRECT = re.compile(r"[<>]+&?")
 ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+INLINE_COMMAND = re.compile(r"([A-Za-z_]\w*=\S*\s+)*(python[\d.]* -m )?loadgen\s")
+OPTIONAL = re.compile(r"(?<!\S)\[|\](?!\S)")
+ALTERNATIVES = re.compile(r"[^\s|'\"]+(?:\|[^\s|'\"]+)+")
+ELLIPSES = {"...", "…"}
+METAVAR = re.compile(r"[A-Z][A-Z0-9_]*")
 CAMEL = re.compile(r"[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*")
 DOTTED = re.compile(r"[a-z][A-Za-z0-9_]*(\[\])?(\.([A-Za-z][A-Za-z0-9_]*(\[\])?|\*))+")
 FILE_SUFFIXES = {"yaml", "yml", "json", "md", "py", "pem", "key", "crt", "csv", "html", "txt"}
@@ -288,18 +294,45 @@ def check_positionals(
     return problems
 
 
+def inline_commands(page: Page) -> Iterator[tuple[int, list[str]]]:
+    """``(line, argv)`` of each ``loadgen ...`` code span in the prose, read as a synopsis."""
+    for line, span in prose_spans(page):
+        if INLINE_COMMAND.match(span):
+            for form in synopsis_forms(span):
+                for argv in invocations(form):
+                    yield line, argv
+
+
+def synopsis_forms(text: str) -> Iterator[list[str]]:
+    """The shell words of each form a synopsis shows: ``[optional]`` parts given, ``...``
+    dropped, each of ``up|down`` taken in turn, an UPPER-case word (``URL``, ``KIND``) a
+    ``<placeholder>``."""
+    text = OPTIONAL.sub("", text)
+    gaps = ALTERNATIVES.split(text)
+    choices = [match.group().split("|") for match in ALTERNATIVES.finditer(text)]
+    for picked in itertools.product(*choices):
+        form = "".join(gap + word for gap, word in zip(gaps, (*picked, ""), strict=True))
+        words = [word for word in split_shell(form) if word not in ELLIPSES]
+        yield [f"<{word}>" if METAVAR.fullmatch(word) else word for word in words]
+
+
+def page_commands(page: Page) -> Iterator[tuple[int, list[str]]]:
+    """``(line, argv)`` of every ``loadgen`` command the page shows: shell blocks, then prose."""
+    for block in fenced_blocks(page):
+        if block.language in SHELL_LANGUAGES:
+            yield from command_lines(block)
+    yield from inline_commands(page)
+
+
 def page_command_problems(page: Page) -> tuple[list[str], list[str]]:
     """Problems, and the lines skipped for a placeholder, as ``file:line: ...``."""
     problems, skipped = [], []
-    for block in fenced_blocks(page):
-        if block.language not in SHELL_LANGUAGES:
-            continue
-        for line, argv in command_lines(block):
-            where = f"{page.rel}:{line}"
-            try:
-                problems += [f"{where}: {problem}" for problem in command_problems(argv)]
-            except Unparsable as placeholder:
-                skipped.append(f"{where}: {placeholder}")
+    for line, argv in page_commands(page):
+        where = f"{page.rel}:{line}"
+        try:
+            problems += [f"{where}: {problem}" for problem in command_problems(argv)]
+        except Unparsable as placeholder:
+            skipped.append(f"{where}: {placeholder}")
     return problems, skipped
 
 

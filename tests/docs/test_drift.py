@@ -5,7 +5,10 @@ Over ``README.md`` and every ``docs/**/*.md`` (no network, no broker: the defaul
 1. Commands. Every ``loadgen ...`` in a fenced shell block (``bash``, ``sh``, ``console`` or none;
    after ``$``, ``VAR=value``, ``&&`` or ``|`` too; ``\\`` and open quotes join lines) is resolved
    against the click objects: each subcommand exists, each option belongs to its command, a
-   choice's value is one of its choices, no command gets more arguments than it takes.
+   choice's value is one of its choices, no command gets more arguments than it takes. So is
+   every ``loadgen ...`` code span in the prose, read as a synopsis: ``[optional]`` parts given,
+   ``...`` dropped, each of ``up|down`` in turn, an UPPER-case word (``URL``) a placeholder; a
+   line loadgen prints is shown in a ``text`` block, not as a span.
    Skipped: a line whose command name or option name is a ``<placeholder>``.
 2. Whole files. Every ``yaml`` block that is a whole driver file (``name`` and ``driver`` or
    ``driverClass``) or a whole workload (at least two of its required fields) passes
@@ -46,6 +49,7 @@ from drift_checks import (
     fenced_blocks,
     field_reference,
     file_text,
+    inline_commands,
     load_pages,
     model_rows,
     page_command_problems,
@@ -90,7 +94,7 @@ def report(problems: list[str], what: str) -> str:
 
 
 def test_every_command_line_shown_exists(pages: list[Page]) -> None:
-    problems, skipped, checked = [], [], 0
+    problems, skipped, checked, inline = [], [], 0, 0
     for page in pages:
         found, placeholders = page_command_problems(page)
         problems += found
@@ -101,7 +105,9 @@ def test_every_command_line_shown_exists(pages: list[Page]) -> None:
             if block.language in SHELL_LANGUAGES
             for _ in command_lines(block)
         )
+        inline += sum(1 for _ in inline_commands(page))
     assert checked > 20, f"only {checked} loadgen command lines found: the extractor is broken"
+    assert inline > 100, f"only {inline} loadgen commands in the prose: the extractor is broken"
     assert not problems, report(problems, "command lines the CLI does not have")
 
 
@@ -187,6 +193,35 @@ def test_an_unknown_command_a_bad_choice_and_an_extra_argument_are_reported() ->
         "x.md:4: `loadgen compare` takes no more arguments, got ['C.json']",
         "x.md:5: `loadgen pipeline` has no command 'quary'",
     ]
+
+
+def test_a_wrong_command_in_the_prose_is_reported() -> None:
+    text = (
+        "Run `loadgen run -d k.yaml w.yaml --rat 10k`, then `loadgen brokers up|restart kafka`\n"
+        "or `loadgen probe URL --metric p99`; `loadgen` and `loadgen.run()` are no commands.\n"
+    )
+    problems, _ = page_command_problems(Page("x.md", text))
+    assert problems == [
+        "x.md:1: `loadgen run` has no option --rat",
+        "x.md:1: `loadgen brokers` action: 'restart' is not one of up, down, status",
+        "x.md:2: `loadgen probe` --metric: 'p99' is not one of e2e, publish",
+    ]
+
+
+def test_synopses_in_the_prose_as_the_pages_write_them_pass() -> None:
+    text = (
+        "`loadgen run [-d DRIVER.yaml ...] WORKLOAD.yaml ... [-o OUTDIR]`,\n"
+        "`loadgen brokers up|down|status kafka|rabbitmq|pulsar`,\n"
+        "`loadgen brokers up KIND --secure`, `loadgen probe pravega://…`,\n"
+        "`LOADGEN_TOKEN=s loadgen worker --bind 0.0.0.0:8080`,\n"
+        '`loadgen pipeline query OUT "SQL"` and `loadgen SUBCOMMAND --help`.\n'
+    )
+    problems, skipped = page_command_problems(Page("x.md", text))
+    assert problems == []
+    assert skipped == ["x.md:5: <SUBCOMMAND>"]
+    forms = [argv for _, argv in inline_commands(Page("x.md", text))]
+    assert forms[0] == ["loadgen", "run", "-d", "DRIVER.yaml", "WORKLOAD.yaml", "-o", "<OUTDIR>"]
+    assert len(forms) == 1 + 9 + 5
 
 
 PULSAR_AT_THE_WRONG_LEVEL = """\

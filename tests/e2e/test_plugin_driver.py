@@ -157,6 +157,25 @@ def test_the_pytest_plugin_runs_load_through_the_driver(plugin_path, tmp_path):
     assert "1 passed" in done.stdout
 
 
+def test_the_pytest_plugin_starts_the_broker_the_driver_declares(plugin_path, tmp_path):
+    (tmp_path / "test_echo_broker.py").write_text(
+        "def test_broker(loadgen_broker):\n"
+        "    assert loadgen_broker.kind == 'echo'\n"
+        "    assert loadgen_broker.address.startswith('127.0.0.1:')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_echo_broker.py",
+         "--loadgen-broker", "echo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": plugin_path},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "1 passed" in done.stdout
+
+
 def test_loadgen_brokers_starts_stops_and_shows_the_broker_the_driver_declares(
     plugin_path, tmp_path, monkeypatch
 ):

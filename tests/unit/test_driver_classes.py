@@ -30,6 +30,24 @@ def test_finding_the_driver_of_a_url_or_an_omb_class_imports_no_broker_client():
     assert done.stdout.strip() == "[]"
 
 
+def test_every_driver_config_model_loads_without_any_broker_client():
+    """The field reference (``docs/field_reference.py``) reads every ``config_model`` where only
+    the docs extra is installed: a model module imports its client where it connects, not at
+    the top."""
+    code = (
+        "import sys\n"
+        f"sys.modules.update(dict.fromkeys({(*CLIENT_MODULES, 'grpc')!r}))  # not installed\n"
+        "from importlib import import_module\n"
+        "from loadgen.driver_api import driver_classes\n"
+        "for kind, driver in sorted(driver_classes().items()):\n"
+        "    module, _, name = (driver.config_model or ':').partition(':')\n"
+        "    print(kind, getattr(import_module(module), name).__name__ if module else None)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "rabbitmq RabbitMqConfig" in done.stdout.splitlines()
+
+
 def test_every_built_in_driver_declares_its_broker():
     classes = driver_classes()
     for kind in ("kafka", "rabbitmq", "pulsar", "pravega"):
@@ -109,8 +127,9 @@ REPO = Path(__file__).resolve().parents[2]
     ids=["validate", "brokers-up"],
 )
 def test_without_pika_rabbitmq_names_the_extra_that_brings_it(args, tmp_path):
-    """pika comes with ``loadgen[rabbitmq]``, not the base install: where it is missing, the
-    driver and the local broker say how to install it (exit 2), before anything starts."""
+    """pika comes with the ``rabbitmq`` extra, not the base install: where it is missing, the
+    driver and the local broker say how to install it from the clone (exit 2), before anything
+    starts."""
     code = (
         "import sys\n"
         "sys.modules['pika'] = None  # as if not installed\n"
@@ -123,4 +142,4 @@ def test_without_pika_rabbitmq_names_the_extra_that_brings_it(args, tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
     )
     assert done.returncode == 2, done.stderr
-    assert "pip install 'loadgen[rabbitmq]'" in done.stderr
+    assert "pip install -e '.[rabbitmq]'" in done.stderr

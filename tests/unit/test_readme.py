@@ -30,8 +30,13 @@ def test_every_relative_link_in_the_readme_points_to_a_file() -> None:
 
 
 def test_readme_keeps_the_two_setup_commands() -> None:
+    """The first makes and activates a venv: Debian's and Ubuntu's pip refuse installs outside
+    one (PEP 668); the second runs in it."""
     text = README.read_text()
-    assert "pip install -e . && loadgen run configs/workloads/quickstart.yaml" in text
+    assert (
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && "
+        "loadgen run configs/workloads/quickstart.yaml"
+    ) in text
     assert "pip install -e '.[test]' && python -m pytest" in text
 
 

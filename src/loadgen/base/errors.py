@@ -22,8 +22,9 @@ The tree (the CLI maps it to exit codes in one place, :func:`exit_code_for`)::
                                                           took the result: it was printed instead
 
 Exit 5 (:data:`EXIT_FALLBACK`) is no error: the run went well, but its files are in a fallback
-directory (:mod:`loadgen.results.destination`), not where ``-o`` asked. Both 5 and 6 are used only
-when the run would otherwise exit 0: a run that failed or was interrupted keeps its 1 or 130.
+directory (:mod:`loadgen.result_files.destination`), not where ``-o`` asked. Both 5 and 6 are
+used only when the run would otherwise exit 0: a run that failed or was interrupted keeps its 1
+or 130.
 
 A run cut short by an error keeps what it measured; the error's ``stop_reason`` (``error``
 unless a subclass says otherwise) becomes the result's ``stopReason``.
@@ -85,16 +86,18 @@ class ConfigError(LoadgenError):
 
 
 class MissingExtra(LoadgenError):
-    """An optional dependency is missing; the message carries the install command."""
+    """A dependency is missing; the message carries the install command, run from the clone
+    (loadgen is on no package index). ``extra`` is None for one the base install brings."""
 
     exit_code = 2
 
-    def __init__(self, package: str, extra: str) -> None:
+    def __init__(self, package: str, extra: str | None) -> None:
         self.package = package
         self.extra = extra
+        target = f"'.[{extra}]'" if extra else "."
         super().__init__(
-            f"the '{package}' package is not installed; install it with: "
-            f"pip install 'loadgen[{extra}]'"
+            f"the '{package}' package is not installed; install it from the loadgen clone "
+            f"with: pip install -e {target}"
         )
 
 

@@ -92,10 +92,39 @@ pulsar_broker = _broker_fixture("pulsar")
 pravega_broker = _broker_fixture("pravega")
 
 
+class _DeclaredBrokers:
+    """Brokers of kinds with no ``<kind>_broker`` fixture (a third-party driver's): one per kind
+    for the session, started on first use."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self._started: dict[str, LocalBroker] = {}
+
+    def get(self, kind: str) -> LocalBroker:
+        if kind not in self._started:
+            self._started[kind] = start_local_broker(self._config, kind)
+        return self._started[kind]
+
+    def stop(self) -> None:
+        for broker in self._started.values():
+            broker.stop()
+
+
+@pytest.fixture(scope="session")
+def _loadgen_declared_brokers(request: pytest.FixtureRequest) -> Iterator[_DeclaredBrokers]:
+    brokers = _DeclaredBrokers(request.config)
+    yield brokers
+    brokers.stop()
+
+
 @pytest.fixture
 def loadgen_broker(request: pytest.FixtureRequest) -> LocalBroker:
-    """The broker of the kind this test instance is parametrized with."""
-    return request.getfixturevalue(f"{request.param}_broker")
+    """The broker of the kind this test instance is parametrized with: the ``<kind>_broker``
+    fixture where one exists (a conftest may override it), else the kind's declared broker."""
+    try:
+        return request.getfixturevalue(f"{request.param}_broker")
+    except pytest.FixtureLookupError:
+        return request.getfixturevalue("_loadgen_declared_brokers").get(request.param)
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import ssl
 from enum import StrEnum
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-import pika
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -27,6 +27,9 @@ from pydantic import (
 
 from loadgen.base.errors import ConfigError
 from loadgen_drivers.rabbitmq.tls import TlsSettings, settings_for, split_tls_query, ssl_options
+
+if TYPE_CHECKING:
+    import pika
 
 DEFAULT_PORT = 5672
 
@@ -165,6 +168,8 @@ def connection_parameters(
 ) -> pika.URLParameters:
     """Parameters for ``uri`` that give up after ``timeout_s`` instead of retrying; an
     ``amqps`` URI gets a TLS context from its query keys over ``tls``."""
+    import pika  # here, not at the top: the model above is read without the client (the docs)
+
     parameters = pika.URLParameters(split_tls_query(uri)[0])
     settings = settings_for(uri, tls or TlsSettings())
     if settings is not None:

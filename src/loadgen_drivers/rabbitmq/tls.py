@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import ssl
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import pika
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    import pika
 
 NO_HOSTNAME_CHECK = "disable"
 
@@ -63,6 +65,8 @@ def settings_for(uri: str, base: TlsSettings) -> TlsSettings | None:
 
 def ssl_options(host: str, settings: TlsSettings) -> pika.SSLOptions:
     """A client context for ``host``; raises ``OSError``/``ssl.SSLError`` for unreadable files."""
+    import pika  # here, not at the top: ``TlsSettings`` is read without the client (the docs)
+
     for name in ("cacertfile", "certfile", "keyfile"):
         path = getattr(settings, name)
         if path and not Path(path).is_file():

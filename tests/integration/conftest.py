@@ -18,7 +18,8 @@ CLASSIC_WORKLOAD = (
 
 @pytest.fixture(scope="session")
 def kafka_spec(kafka_broker):
-    return DriverSpec(name="Kafka", kind="kafka", config=kafka_broker.driver_config, source="tansu")
+    source = kafka_broker.server or "tansu"
+    return DriverSpec(name="Kafka", kind="kafka", config=kafka_broker.driver_config, source=source)
 
 
 @pytest.fixture(scope="session")

@@ -74,12 +74,12 @@ def endpoints(tmp_path_factory):
         env = {**os.environ, "LOADGEN_STATE_DIR": str(state)}
         port = free_port()
         up, _ = loadgen("brokers", "up", kind, "--secure", "--port", str(port), cwd=state, env=env)
+        states[kind] = (state, env)  # stopped at the end even when a check below fails
         if up.returncode != 0 and "not installed" in up.stderr:
             unavailable(up.stderr.strip().splitlines()[-1])
         assert up.returncode == 0, up.stderr
-        assert f"{kind} up at 127.0.0.1:{port}" in up.stdout
+        assert f"{kind} --secure up at 127.0.0.1:{port}" in up.stdout
         [driver_file] = re.findall(r"^driver file: (.+)$", up.stdout, re.MULTILINE)
-        states[kind] = (state, env)
         started[kind] = (kind, f"127.0.0.1:{port}", Path(driver_file))
         return started[kind]
 

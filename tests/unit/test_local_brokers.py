@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.base.errors import ConfigError
+from loadgen.base.errors import ConfigError, LocalBrokerSetupError
 from loadgen.driver_api.local.certs import openssl_installed
 from loadgen.driver_api.local.process import LocalBroker, process_alive
 from loadgen.local_brokers import catalogue as local
@@ -36,7 +36,7 @@ def test_stale_state_file_of_a_dead_process_is_removed(state_dir):
     )
     assert local.status("kafka") is None
     assert not stale.exists()
-    assert local.down("kafka") is False
+    assert local.down("kafka") == []
 
 
 def test_unknown_broker_kind_lists_the_supported_ones():
@@ -110,11 +110,36 @@ def test_brokers_up_secure_writes_state_only_its_owner_reads_and_without_the_pas
     state_dir, monkeypatch
 ):
     monkeypatch.setattr(local, "start_with", lambda *_, **__: secured_broker(state_dir))
-    broker = local.up("kafka", secure=True)
+    broker, started = local.up("kafka", secure=True)
+    assert started
     state = state_dir / "kafka-secure.json"
     assert "hunter2" not in state.read_text()
     assert stat.S_IMODE(state.stat().st_mode) == 0o600
     assert local.status("kafka", secure=True) == dataclasses.replace(broker, driver_config={})
+    assert local.up("kafka", secure=True) == (local.status("kafka", secure=True), False)
+    elsewhere = r"kafka --secure already runs at 127\.0\.0\.1:1\b"
+    with pytest.raises(LocalBrokerSetupError, match=elsewhere):
+        local.up("kafka", 19093, secure=True)  # a port other than the running one's
+
+
+def test_nodes_are_refused_without_upstream():
+    with pytest.raises(ConfigError, match="--nodes"):
+        local.up("kafka", nodes=3)
+
+
+def test_down_stops_every_variant_of_a_kind_and_flags_narrow_it(state_dir, monkeypatch):
+    stopped = []
+    monkeypatch.setattr(LocalBroker, "stop", lambda broker, *_: stopped.append(broker.address))
+    for name, port in (("kafka", 1), ("kafka-secure", 2), ("kafka-upstream", 3)):
+        alive = LocalBroker("kafka", f"127.0.0.1:{port}", os.getpid(), "x.log")
+        (state_dir / f"{name}.json").write_text(json.dumps(dataclasses.asdict(alive)))
+    assert [variant.name for variant, _ in local.running("kafka")] == [
+        "kafka", "kafka-secure", "kafka-upstream",
+    ]  # fmt: skip
+    assert [variant.name for variant in local.down("kafka", upstream=True)] == ["kafka-upstream"]
+    assert [variant.name for variant in local.down("kafka")] == ["kafka", "kafka-secure"]
+    assert stopped == ["127.0.0.1:3", "127.0.0.1:1", "127.0.0.1:2"]
+    assert local.running() == []
 
 
 def test_a_state_file_an_older_loadgen_left_readable_with_the_password_is_rewritten(state_dir):

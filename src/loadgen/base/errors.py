@@ -9,8 +9,11 @@ The tree (the CLI maps it to exit codes in one place, :func:`exit_code_for`)::
     ├── BrokerLoginRefused(broker, address, user) exit 4  it answered and refused the credentials
     ├── BrokerTlsFailed(broker, address)          exit 7  the TLS handshake failed (trust, expiry)
     ├── DriverError(broker, cause)                exit 1  the broker answered, but with an error
-    ├── LocalBrokerError(kind, cause)             exit 1  a local broker (``loadgen brokers``,
-    │                                                     the pytest fixtures) did not start
+    ├── LocalBrokerError(kind, cause)             exit 3  a local broker (``loadgen brokers``,
+    │   │                                                 the pytest fixtures) did not come up
+    │   └── LocalBrokerSetupError(kind, cause)    exit 2  it cannot start as asked: a tool it
+    │                                                     needs is missing (Java, Maven), its
+    │                                                     port is taken, a distribution is not one
     ├── WorkerError(url, detail)                  exit 1  a remote worker failed (its own exit
     │   │                                                 code when it reported one)
     │   ├── WorkerUnreachable(url)                exit 3  nothing answered at the worker's URL
@@ -153,12 +156,23 @@ class DriverError(LoadgenError):
 
 
 class LocalBrokerError(LoadgenError):
-    """A broker (or Spark cluster) loadgen starts on this host did not come up."""
+    """A broker (or Spark cluster) loadgen starts on this host did not come up: for the run
+    that needed it, as unreachable as a remote one."""
+
+    exit_code = 3
 
     def __init__(self, kind: str, cause: str) -> None:
         self.kind = kind
         self.cause = cause
         super().__init__(f"local {kind}: {cause}")
+
+
+class LocalBrokerSetupError(LocalBrokerError):
+    """A local broker cannot start as asked, before anything runs: ``cause`` names what is
+    missing or wrong (Java, Maven, a taken port, a folder that is no distribution) and what to
+    install or set instead."""
+
+    exit_code = 2
 
 
 class WorkerError(LoadgenError):

@@ -280,6 +280,12 @@ class BaseDriver(ABC):
     127.0.0.1; ``None``: it has none."""
     secured_local_broker: ClassVar[LocalStarter | None] = None
     """The same behind TLS and a checked login (``loadgen brokers up KIND --secure``)."""
+    upstream_local_broker: ClassVar[LocalStarter | None] = None
+    """The broker project's own server, where the usual local broker is a stand-in
+    (``loadgen brokers up KIND --upstream``); its starter also takes ``nodes`` (a cluster on
+    one host) and writes a driver file."""
+    secured_upstream_local_broker: ClassVar[LocalStarter | None] = None
+    """The project's own server with its own TLS and login (``--upstream --secure``)."""
     secret_fields: ClassVar[tuple[str, ...]] = ()
     """Names (or parts of names: ``sasl.jaas``) of driver-file fields and client properties
     whose values are secrets, beyond any name with ``password``, ``secret``, ``token``,

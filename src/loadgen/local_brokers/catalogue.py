@@ -1,7 +1,8 @@
 """``loadgen brokers up|down|status``: local brokers that outlive the command that started them.
 
 State lives in ``$LOADGEN_STATE_DIR`` (default ``~/.cache/loadgen/brokers``), one JSON file per
-broker kind with its pid, address and log; a file whose process is gone is stale and removed.
+variant of a kind (``kafka``, ``kafka-secure``, ``kafka-upstream``, ...) with its pids, address
+and log; a file whose process is gone is stale and removed.
 A state file never holds the broker's ``driver_config`` (a secured broker's has its password or
 token): the driver file it names does, readable by its owner only. State files and the folder
 are the owner's only too.
@@ -14,9 +15,11 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
+from loadgen.base.errors import ConfigError, LocalBrokerSetupError
 from loadgen.driver_api.local.certs import write_private
 from loadgen.driver_api.local.process import LocalBroker, process_alive
-from loadgen.local_brokers.launcher import start_with, starter_of
+from loadgen.local_brokers.launcher import Variant as Variant
+from loadgen.local_brokers.launcher import start_with, starter_of, variants
 
 
 def state_dir() -> Path:
@@ -24,14 +27,14 @@ def state_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "loadgen" / "brokers"
 
 
-def _name(kind: str, secure: bool) -> str:
-    """The broker's state file and data folder name: a secured one runs beside a plain one."""
-    return f"{kind}-secure" if secure else kind
+def status(kind: str, *, secure: bool = False, upstream: bool = False) -> LocalBroker | None:
+    """The running broker of that variant, if any."""
+    return status_of(Variant(kind, upstream=upstream, secure=secure))
 
 
-def status(kind: str, *, secure: bool = False) -> LocalBroker | None:
-    starter_of(kind, secure=secure)
-    path = state_dir() / f"{_name(kind, secure)}.json"
+def status_of(variant: Variant) -> LocalBroker | None:
+    starter_of(variant)
+    path = state_dir() / f"{variant.name}.json"
     if not path.exists():
         return None
     state = json.loads(path.read_text())
@@ -44,17 +47,57 @@ def status(kind: str, *, secure: bool = False) -> LocalBroker | None:
     return None
 
 
-def up(kind: str, port: int | None = None, *, secure: bool = False) -> LocalBroker:
-    running = status(kind, secure=secure)
-    if running is not None:
-        return running
+def running(kind: str | None = None) -> list[tuple[Variant, LocalBroker]]:
+    """Every running local broker (of ``kind``), each variant's."""
+    if kind is not None:
+        starter_of(Variant(kind))
+    found = [(variant, status_of(variant)) for variant in variants(kind)]
+    return [(variant, broker) for variant, broker in found if broker is not None]
+
+
+def up(
+    kind: str,
+    port: int | None = None,
+    *,
+    secure: bool = False,
+    upstream: bool = False,
+    nodes: int | None = None,
+) -> tuple[LocalBroker, bool]:
+    """The broker of that variant and whether this call started it (False: one was running).
+    One running elsewhere than ``port`` asks, or with other ``nodes``, is an error: it would
+    be used as if it were what was asked for."""
+    variant = Variant(kind, upstream=upstream, secure=secure)
+    starter = starter_of(variant)
+    if nodes is not None and not upstream:
+        raise ConfigError(
+            "--nodes starts a cluster of the project's own server", path="--nodes",
+            value=nodes, allowed="with --upstream",
+        )  # fmt: skip
+    running_one = status_of(variant)
+    if running_one is not None:
+        _refuse_other(variant, running_one, port, nodes)
+        return running_one, False
     folder = state_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    name = _name(kind, secure)
-    starter = starter_of(kind, secure=secure)
-    broker = start_with(starter, port or starter.port, folder / name, detach=True)
-    _save(folder / f"{name}.json", broker)
-    return broker
+    options = {"nodes": nodes} if nodes is not None else {}
+    broker = start_with(
+        starter, port or starter.port, folder / variant.name, detach=True, **options
+    )
+    _save(folder / f"{variant.name}.json", broker)
+    return broker, True
+
+
+def _refuse_other(
+    variant: Variant, broker: LocalBroker, port: int | None, nodes: int | None
+) -> None:
+    runs_on = int(broker.address.rpartition(":")[2])
+    runs_nodes = len(broker.node_addresses) or 1
+    if (port is not None and port != runs_on) or (nodes is not None and nodes != runs_nodes):
+        raise LocalBrokerSetupError(
+            variant.kind,
+            f"{variant.shown} already runs at {broker.address} ({runs_nodes} node(s)); "
+            f"`loadgen brokers down {variant.shown}` first, or leave out --port and --nodes",
+        )
 
 
 def _save(path: Path, broker: LocalBroker) -> None:
@@ -63,10 +106,16 @@ def _save(path: Path, broker: LocalBroker) -> None:
     write_private(path, json.dumps(state))
 
 
-def down(kind: str, *, secure: bool = False) -> bool:
-    broker = status(kind, secure=secure)
-    if broker is None:
-        return False
-    broker.stop()
-    (state_dir() / f"{_name(kind, secure)}.json").unlink(missing_ok=True)
-    return True
+def down(
+    kind: str | None = None, *, secure: bool | None = None, upstream: bool | None = None
+) -> list[Variant]:
+    """Stop every running local broker of ``kind`` (every kind when None), narrowed to the
+    variants ``secure`` and ``upstream`` say when given; the variants stopped."""
+    stopped = []
+    for variant, broker in running(kind):
+        if secure not in (None, variant.secure) or upstream not in (None, variant.upstream):
+            continue
+        broker.stop()
+        (state_dir() / f"{variant.name}.json").unlink(missing_ok=True)
+        stopped.append(variant)
+    return stopped

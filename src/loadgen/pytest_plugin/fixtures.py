@@ -14,7 +14,9 @@ Fixtures, all session-scoped brokers on free 127.0.0.1 ports, started on first u
 * ``loadgen_benchmark``: the same run as one pytest-benchmark round, with the result's rates
   and percentiles in ``extra_info`` (needs pytest-benchmark).
 
-``--loadgen-broker KIND`` (repeatable) picks the brokers a session may start.
+``--loadgen-broker KIND`` (repeatable) picks the brokers a session may start;
+``--loadgen-upstream`` makes each ``<kind>_broker`` the project's own server where the driver
+declares one (Apache Kafka instead of tansu), so one suite runs on either.
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="local broker kinds this session may start (repeatable; default: all)",
     )
+    group.addoption(
+        "--loadgen-upstream",
+        action="store_true",
+        help="start each kind's own server where its driver declares one (Apache Kafka for "
+        "kafka) instead of the stand-in",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,13 +71,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def start_local_broker(config: pytest.Config, kind: str, **options: Any) -> LocalBroker:
-    """A broker of ``kind`` started with ``options`` (e.g. ``host=``); the test is skipped
-    with the reason (failed under ``LOADGEN_REQUIRE_BROKERS=1``) when it cannot start.
-    The caller stops it."""
+    """A broker of ``kind`` started with ``options`` (e.g. ``host=``), its project's own server
+    under ``--loadgen-upstream`` where there is one; the test is skipped with the reason
+    (failed under ``LOADGEN_REQUIRE_BROKERS=1``) when it cannot start. The caller stops it."""
     if kind not in _selected(config):
         pytest.skip(f"{kind} is not among --loadgen-broker {' '.join(_selected(config))}")
+    upstream = config.getoption("--loadgen-upstream") and kind in launcher.starters(upstream=True)
     try:
-        return launcher.start(kind, **options)
+        return launcher.start(kind, upstream=upstream, **options)
     except MissingExtra as missing:
         unavailable(str(missing))
     except LoadgenError as error:

@@ -50,6 +50,12 @@ class Driver(BaseDriver):
     secured_local_broker = LocalStarter(
         "loadgen_drivers.kafka.local.secure:start_secure_kafka", 19093
     )
+    upstream_local_broker = LocalStarter(
+        "loadgen_drivers.kafka.local.upstream:start_upstream_kafka", 29092
+    )
+    secured_upstream_local_broker = LocalStarter(
+        "loadgen_drivers.kafka.local.upstream:start_secured_upstream_kafka", 29093
+    )
     run_defaults: ClassVar[Mapping[str, Any]] = {  # what OMB's Kafka files say
         "producerConfig": {"acks": "all"},
         "consumerConfig": {"auto.offset.reset": "earliest", "enable.auto.commit": "false"},

@@ -251,7 +251,7 @@ class KafkaConsumer:
                 [topic],
                 on_assign=self._on_assign,
                 on_revoke=self._on_revoke,
-                on_lost=self._on_revoke,
+                on_lost=self._on_lost,
             )
         else:
             reset = conf.get("auto.offset.reset", "largest")
@@ -285,6 +285,24 @@ class KafkaConsumer:
             consumer.pause(partitions)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Commit what was read of the partitions going before they go: their next owner starts
+        at the committed offset, and without this it reads again what was read since the last
+        periodic commit (duplicates on Apache Kafka at every consumer joining or leaving)."""
+        if not self._auto_commit:
+            read = [
+                TopicPartition(p.topic, p.partition, self._read_to[p.partition])
+                for p in partitions
+                if p.partition in self._read_to
+            ]
+            if read:
+                try:
+                    consumer.commit(offsets=read, asynchronous=False)
+                except KafkaException as error:  # a group that moved on: the next owner rereads
+                    log.debug("commit at revocation failed: %s", error)
+        self._on_lost(consumer, partitions)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Partitions gone without a revocation (a session that expired): nothing to commit."""
         gone = {p.partition for p in partitions}
         self._assigned = tuple(p for p in self._assigned if p.partition not in gone)
 

@@ -4,6 +4,7 @@ until it serves (:func:`wait_until`, :func:`await_listening`), and a stop that a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loadgen.base.errors import LocalBrokerError
+from loadgen.base.errors import LocalBrokerError, LocalBrokerSetupError
 
 LOG_TAIL_CHARS = 2000
 """How much of a broker's log a failed start shows."""
@@ -62,7 +63,8 @@ class LocalBroker:
     ``driver_config`` is the driver section that points at it, with whatever settings this
     broker needs (test-broker quirks live here, never in driver defaults); a secured broker's
     holds its password or token, so the printed form leaves it out. ``helper_pids`` are
-    processes the broker spawned that outlive it (RabbitMQ's epmd), stopped after it.
+    processes the broker spawned that outlive it (RabbitMQ's epmd), stopped after it and its
+    ``node_pids``.
     """
 
     kind: str
@@ -74,34 +76,53 @@ class LocalBroker:
     """A scratch folder made for the broker's data and logs; removed by :meth:`stop`."""
     helper_pids: list[int] = field(default_factory=list)
     driver_file: str | None = None
-    """A ready driver YAML for this broker, where one was written (the secured endpoints')."""
+    """A ready driver YAML for this broker, where one was written (the secured endpoints', the
+    upstream servers')."""
+    server: str = ""
+    """What serves, where a kind has more than one: ``Apache Kafka 4.4.0`` (else the kind's
+    usual local broker)."""
+    node_addresses: list[str] = field(default_factory=list)
+    """Every node's address, first the one in ``address``, where the broker is a cluster."""
+    node_pids: list[int] = field(default_factory=list)
+    """The other nodes' processes (the first is ``pid``), where the broker is a cluster."""
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout_s``; reaps the processes that are our children."""
-        for pid in (self.pid, *self.helper_pids):
+        """SIGTERM, then SIGKILL after ``timeout_s``; reaps the processes that are our children.
+        A cluster's nodes are signalled together (one at a time, the last ones would wait out
+        a quorum the first ones took away), its helpers after them."""
+        stop_processes([self.pid, *self.node_pids], timeout_s)
+        for pid in self.helper_pids:
             stop_process(pid, timeout_s)
         if self.temporary_dir:
             shutil.rmtree(self.temporary_dir, ignore_errors=True)
 
 
 def stop_process(pid: int, timeout_s: float) -> None:
+    stop_processes([pid], timeout_s)
+
+
+def stop_processes(pids: Sequence[int], timeout_s: float) -> None:
+    """SIGTERM to each of ``pids``, then SIGKILL to those still there after ``timeout_s``."""
+    left = list(pids)
     for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 2.0)):
-        if _signal_and_wait(pid, sig, wait):
+        left = _signal_and_wait(left, sig, wait)
+        if not left:
             return
 
 
-def _signal_and_wait(pid: int, sig: signal.Signals, wait_s: float) -> bool:
-    """Send ``sig``; True once the process is gone (reaped if it is our child)."""
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        return True
+def _signal_and_wait(pids: list[int], sig: signal.Signals, wait_s: float) -> list[int]:
+    """Send ``sig`` to each; the ones still there after ``wait_s`` (a process is gone once
+    reaped, if it is our child)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if _reaped(pid) or not process_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
+    left = pids
+    while left and time.monotonic() < deadline:
+        left = [pid for pid in left if not _reaped(pid) and process_alive(pid)]
+        if left:
+            time.sleep(0.05)
+    return left
 
 
 def _reaped(pid: int) -> bool:
@@ -120,7 +141,7 @@ def claim(
     second time to be removed by :meth:`LocalBroker.stop`."""
     chosen = port or free_port(host)
     if port_open(chosen, host):
-        raise LocalBrokerError(kind, f"port {host}:{chosen} is already in use")
+        raise LocalBrokerSetupError(kind, f"port {host}:{chosen} is already in use")
     temporary = None if folder else tempfile.mkdtemp(prefix=f"loadgen-{kind}-")
     place = Path(folder or temporary)
     place.mkdir(parents=True, exist_ok=True)

@@ -27,10 +27,10 @@ from loadgen.driver_api.local.secured import (
     start_front,
     stopped_on_failure,
 )
+from loadgen_drivers.kafka.local.driver_file import driver_yaml, properties, sasl_ssl_settings
 from loadgen_drivers.kafka.local.tansu import TANSU_CLIENT_SETTINGS, start_tansu
 
 DRIVER_NAME = "kafka-secure-local"
-MECHANISM = "SCRAM-SHA-512"
 
 
 def start_secure_kafka(
@@ -62,7 +62,7 @@ def start_secure_kafka(
         ]  # fmt: skip
         front = start_front("loadgen_drivers.kafka.local.front", arguments, log_path, detach=detach)
         undo.callback(stop_process, front.pid, STOP_TIMEOUT_S)
-        text = driver_yaml(driver_config(f"127.0.0.1:{chosen}", ca, user, password))
+        text = driver_yaml(DRIVER_NAME, driver_config(f"127.0.0.1:{chosen}", ca, user, password))
         driver_file = write_private(folder / f"{DRIVER_NAME}.yaml", text)
         section = {k: v for k, v in yaml.safe_load(text).items() if k not in ("name", "driver")}
         broker = LocalBroker(
@@ -81,36 +81,5 @@ def start_secure_kafka(
 
 def driver_config(address: str, ca: Path, user: str, password: str) -> dict[str, Any]:
     """The driver section for the endpoint: Java's SASL_SSL settings, then tansu's own."""
-    jaas = (
-        "org.apache.kafka.common.security.scram.ScramLoginModule required "
-        f'username="{_jaas_quoted(user)}" password="{_jaas_quoted(password)}";'
-    )
-    common = {
-        "bootstrap.servers": address,
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": MECHANISM,
-        "sasl.jaas.config": jaas,
-        "ssl.truststore.location": str(ca),
-        "ssl.truststore.type": "PEM",
-    }
-    return {
-        "replicationFactor": 1,
-        "commonConfig": "\n".join(f"{key}={value}" for key, value in common.items()),
-        **TANSU_CLIENT_SETTINGS,
-    }
-
-
-def driver_yaml(config: dict[str, Any]) -> str:
-    """An OMB driver file: properties blocks as YAML literal blocks, like the ones in configs/."""
-    lines = [f"name: {DRIVER_NAME}", "driver: kafka"]
-    for key, value in config.items():
-        if key.endswith("Config"):
-            lines.append(f"{key}: |")
-            lines += [f"  {line}" for line in value.splitlines()]
-        else:
-            lines.append(f"{key}: {value}")
-    return "\n".join(lines) + "\n"
-
-
-def _jaas_quoted(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
+    common = {"bootstrap.servers": address, **sasl_ssl_settings(ca, user, password)}
+    return {"replicationFactor": 1, "commonConfig": properties(common), **TANSU_CLIENT_SETTINGS}

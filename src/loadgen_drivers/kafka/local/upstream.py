@@ -1,0 +1,308 @@
+"""Apache Kafka itself on this host, in KRaft mode: ``loadgen brokers up kafka --upstream``.
+
+One JVM per node (:mod:`.cluster` lays them out), each with its own port, folder, log and pid;
+``secure`` puts Kafka's own SASL_SSL listener in front of clients (PLAIN from the listener's
+JAAS line, SCRAM-SHA-256/512 credentials written into the cluster metadata by Kafka's own
+``StorageTool``), with certificates from loadgen's CA. Secrets reach the JVMs through files only
+their owner can read, never a command line. The printed driver file runs as it is: every node
+in ``bootstrap.servers`` and, from three nodes on, three replicas with two in sync.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import secrets
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from loadgen.base.errors import ConfigError, LocalBrokerError
+from loadgen.driver_api.local.certs import write_private
+from loadgen.driver_api.local.java import java_binary
+from loadgen.driver_api.local.process import (
+    LocalBroker,
+    claim,
+    free_port,
+    port_open,
+    spawn_logged,
+    stop_processes,
+)
+from loadgen.driver_api.local.secured import folder_certs, stopped_on_failure
+from loadgen_drivers.kafka.local import cluster
+from loadgen_drivers.kafka.local.cluster import MAX_NODES, Node, Secured
+from loadgen_drivers.kafka.local.distribution import KafkaDistribution, kafka_distribution
+from loadgen_drivers.kafka.local.driver_file import (
+    SCRAM_MECHANISM,
+    driver_yaml,
+    properties,
+    sasl_ssl_settings,
+)
+
+DRIVER_NAME = "kafka-upstream-local"
+USER = "loadgen"
+READY_TIMEOUT_S = 120.0
+"""Every node serving and in the cluster's metadata: ~2 s for one node, longer for five JVMs
+starting at once on two cores."""
+FORMAT_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 15.0
+"""A node's controlled shutdown moves its partition leaderships first."""
+JVM_OPTIONS = (
+    "-Xms256m",
+    "-Xmx1g",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
+"""Kafka's own G1 settings with a heap of at most 1 GiB a node: five nodes fit beside the
+clients on a 24 GiB host."""
+CLIENT_SETTINGS = {
+    "producerConfig": "acks=all\nlinger.ms=1\nbatch.size=131072",
+    "consumerConfig": "auto.offset.reset=earliest\nenable.auto.commit=false",
+}
+"""OMB's Kafka settings; Apache Kafka needs none of tansu's."""
+
+
+def start_upstream_kafka(
+    port: int | None = None,
+    log_dir: Path | None = None,
+    *,
+    detach: bool = False,
+    nodes: int = 1,
+    secure: bool = False,
+    host: str = "127.0.0.1",
+) -> LocalBroker:
+    """Start ``nodes`` Apache Kafka nodes, the first on ``host``:``port`` (a free one by default,
+    the others on free ports), and return once every node is in the cluster's metadata.
+
+    ``detach`` starts each in its own session so it outlives this process (``loadgen brokers
+    up``). A failure stops whatever started and names the node and its log.
+    """
+    if not 1 <= nodes <= MAX_NODES:
+        raise ConfigError(
+            "a local Kafka cluster has 1 to 5 nodes", path="--nodes", value=nodes, allowed="1-5"
+        )
+    java = java_binary("kafka")
+    distribution = kafka_distribution()
+    chosen, folder, temporary = claim("kafka", port, log_dir, host=host)
+    with stopped_on_failure(temporary) as undo:
+        layout = _layout(nodes, chosen, folder, host)
+        password = secrets.token_urlsafe(24) if secure else None
+        secured = _secured(folder, password) if password else None
+        for node in layout:
+            _write_node_files(node, layout, secured, distribution)
+        _format(java, distribution, layout, password)
+        processes: list[subprocess.Popen] = []
+        undo.callback(lambda: stop_processes([p.pid for p in processes], STOP_TIMEOUT_S))
+        for node in layout:
+            processes.append(_start_node(java, node, detach))
+        config = _driver_config(layout, secured, password)
+        driver_file = write_private(
+            folder / f"{DRIVER_NAME}.yaml", driver_yaml(DRIVER_NAME, config)
+        )
+        broker = LocalBroker(
+            kind="kafka",
+            address=layout[0].address,
+            pid=processes[0].pid,
+            log_path=str(_log(layout[0])),
+            driver_config=config,
+            temporary_dir=temporary,
+            node_pids=[process.pid for process in processes[1:]],
+            driver_file=str(driver_file),
+            server=f"Apache Kafka {distribution.version}",
+            node_addresses=[node.address for node in layout],
+        )
+        _await_cluster(layout, processes, secured, password)
+    return broker
+
+
+def start_secured_upstream_kafka(
+    port: int | None = None, log_dir: Path | None = None, **options: Any
+) -> LocalBroker:
+    """:func:`start_upstream_kafka` with Kafka's own SASL_SSL listener."""
+    return start_upstream_kafka(port, log_dir, secure=True, **options)
+
+
+def _layout(count: int, first_port: int, folder: Path, host: str) -> list[Node]:
+    """The nodes, the first on ``first_port`` (:func:`claim` checked it is free), the others
+    and the controller listeners on free ports."""
+    ports = [first_port, *(free_port(host) for _ in range(count - 1))]
+    controllers = cluster.controllers(count)
+    return [
+        Node(
+            node_id=index + 1,
+            host=host,
+            port=port,
+            controller_port=free_port(host) if index < controllers else None,
+            folder=folder / f"node-{index + 1}",
+        )
+        for index, port in enumerate(ports)
+    ]
+
+
+def _secured(folder: Path, password: str) -> Secured:
+    """The listener's keystore (the server key, then its certificate, PEM) and its users: the
+    brokers' own and :data:`USER`, both with random passwords."""
+    ca, server = folder_certs(folder)
+    keystore = write_private(
+        folder / "server-keystore.pem", server.key.read_text() + server.cert.read_text()
+    )
+    users = {cluster.INTER_BROKER_USER: secrets.token_urlsafe(24), USER: password}
+    return Secured(keystore=keystore, ca=ca, plain_users=users)
+
+
+def _write_node_files(
+    node: Node, layout: list[Node], secured: Secured | None, distribution: KafkaDistribution
+) -> None:
+    """The node's configuration (its owner's only: it holds the PLAIN passwords), its log
+    settings and its classpath, in a folder emptied first: a node is formatted anew."""
+    shutil.rmtree(node.folder, ignore_errors=True)
+    node.folder.mkdir(parents=True)
+    configuration = cluster.server_properties(node, layout, secured)
+    write_private(node.folder / "server.properties", configuration)
+    (node.folder / "log4j2.properties").write_text(cluster.log4j_properties(_log(node)))
+    (node.folder / "classpath.args").write_text(f"-cp {distribution.classpath_text}\n")
+
+
+def _log(node: Node) -> Path:
+    return node.folder / "server.log"
+
+
+def _format(
+    java: Path, distribution: KafkaDistribution, layout: list[Node], password: str | None
+) -> None:
+    """Kafka's ``StorageTool format`` on every node at once, with one new cluster id; with a
+    ``password``, SCRAM credentials for :data:`USER` too, passed in an argument file only its
+    owner can read (never on a command line) and removed after."""
+    cluster_id = base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode()
+    scram = [
+        f"--add-scram={mechanism}=[name={USER},password={password}]"
+        for mechanism in cluster.SASL_MECHANISMS[1:]
+    ] if password else []  # fmt: skip
+    running = []
+    for node in layout:
+        arguments = [
+            "-cp", distribution.classpath_text, "kafka.tools.StorageTool", "format",
+            "-t", cluster_id, "-c", str(node.folder / "server.properties"), *scram,
+        ]  # fmt: skip
+        argfile = write_private(node.folder / "format.args", "\n".join(arguments) + "\n")
+        log_path = node.folder / "format.log"
+        running.append((node, argfile, log_path, spawn_logged(
+            [str(java), f"@{argfile}"], log_path, detach=False
+        )))  # fmt: skip
+    try:
+        for node, _, log_path, process in running:
+            code = process.wait(FORMAT_TIMEOUT_S)
+            if code != 0:
+                raise LocalBrokerError(
+                    "kafka",
+                    f"formatting node {node.node_id}'s storage failed (exit {code}): "
+                    f"{_last_error(log_path)} (log {log_path})",
+                )
+    finally:
+        for _, argfile, _, process in running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            argfile.unlink(missing_ok=True)
+
+
+def _start_node(java: Path, node: Node, detach: bool) -> subprocess.Popen:
+    command = [
+        str(java), *JVM_OPTIONS,
+        f"-Dlog4j2.configurationFile={node.folder / 'log4j2.properties'}",
+        f"-Dkafka.logs.dir={node.folder}",
+        f"@{node.folder / 'classpath.args'}",
+        "kafka.Kafka", str(node.folder / "server.properties"),
+    ]  # fmt: skip
+    return spawn_logged(command, node.folder / "stdout.log", detach=detach)
+
+
+def _driver_config(
+    layout: list[Node], secured: Secured | None, password: str | None
+) -> dict[str, Any]:
+    common: dict[str, str] = {"bootstrap.servers": ",".join(node.address for node in layout)}
+    if secured and password:
+        common.update(sasl_ssl_settings(secured.ca, USER, password))
+    replicas = cluster.replication(len(layout))
+    topic = {"topicConfig": "min.insync.replicas=2"} if replicas >= cluster.QUORUM else {}
+    return {
+        "replicationFactor": replicas,
+        "commonConfig": properties(common),
+        **topic,
+        **CLIENT_SETTINGS,
+    }
+
+
+def _await_cluster(
+    layout: list[Node],
+    processes: list[subprocess.Popen],
+    secured: Secured | None,
+    password: str | None,
+) -> None:
+    """Return once every node's listener accepts and the metadata lists every node; raise
+    :class:`LocalBrokerError` naming the node whose process exited, or the nodes missing at
+    :data:`READY_TIMEOUT_S`."""
+    from confluent_kafka.admin import AdminClient
+
+    settings = {"bootstrap.servers": ",".join(node.address for node in layout)}
+    if secured and password:
+        settings.update({
+            "security.protocol": "SASL_SSL", "sasl.mechanism": SCRAM_MECHANISM,
+            "sasl.username": USER, "sasl.password": password, "ssl.ca.location": str(secured.ca),
+        })  # fmt: skip
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    admin = None
+    joined: set[int] = set()
+    while time.monotonic() < deadline:
+        _check_alive(layout, processes)
+        if all(port_open(node.port, node.host) for node in layout):
+            admin = admin or AdminClient({**settings, "logger": _quiet()})
+            try:
+                joined = set(admin.list_topics(timeout=2).brokers)
+            except Exception:  # not yet serving metadata; the deadline bounds the wait
+                joined = set()
+            if len(joined) == len(layout):
+                return
+        time.sleep(0.2)
+    missing = [node.node_id for node in layout if node.node_id not in joined]
+    raise LocalBrokerError(
+        "kafka",
+        f"node(s) {missing} not in the cluster after {READY_TIMEOUT_S:.0f} s "
+        f"(logs under {layout[0].folder.parent})",
+    )
+
+
+def _check_alive(layout: list[Node], processes: list[subprocess.Popen]) -> None:
+    for node, process in zip(layout, processes, strict=True):
+        code = process.poll()
+        if code is not None:
+            raise LocalBrokerError(
+                "kafka",
+                f"node {node.node_id} exited at start (exit {code}): {_last_error(_log(node))} "
+                f"(log {_log(node)})",
+            )
+
+
+def _last_error(log_path: Path) -> str:
+    """The last ERROR or exception line of a Kafka log, the line that says why it stopped."""
+    try:
+        lines = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "no log"
+    for line in reversed(lines):
+        if " ERROR " in line or "Exception" in line:
+            return line.strip()[:400]
+    return lines[-1].strip()[:400] if lines else "empty log"
+
+
+def _quiet() -> logging.Logger:
+    """A logger for the readiness client: its connection refusals while nodes start are
+    expected, not news."""
+    quiet = logging.getLogger("loadgen.kafka.upstream.readiness")
+    quiet.setLevel(logging.CRITICAL)
+    return quiet

@@ -31,15 +31,11 @@ from loadgen.driver_api.local.process import (
     stop_processes,
 )
 from loadgen.driver_api.local.secured import folder_certs, stopped_on_failure
+from loadgen_drivers.kafka.config import parse_properties, to_librdkafka
 from loadgen_drivers.kafka.local import cluster
 from loadgen_drivers.kafka.local.cluster import MAX_NODES, Node, Secured
 from loadgen_drivers.kafka.local.distribution import KafkaDistribution, kafka_distribution
-from loadgen_drivers.kafka.local.driver_file import (
-    SCRAM_MECHANISM,
-    driver_yaml,
-    properties,
-    sasl_ssl_settings,
-)
+from loadgen_drivers.kafka.local.driver_file import driver_yaml, properties, sasl_ssl_settings
 
 DRIVER_NAME = "kafka-upstream-local"
 USER = "loadgen"
@@ -116,7 +112,7 @@ def start_upstream_kafka(
             server=f"Apache Kafka {distribution.version}",
             node_addresses=[node.address for node in layout],
         )
-        _await_cluster(layout, processes, secured, password)
+        _await_cluster(layout, processes, config)
     return broker
 
 
@@ -239,22 +235,16 @@ def _driver_config(
 
 
 def _await_cluster(
-    layout: list[Node],
-    processes: list[subprocess.Popen],
-    secured: Secured | None,
-    password: str | None,
+    layout: list[Node], processes: list[subprocess.Popen], config: dict[str, Any]
 ) -> None:
-    """Return once every node's listener accepts and the metadata lists every node; raise
+    """Return once every node's listener accepts and the metadata lists every node, asked as
+    the printed driver file's ``commonConfig`` connects (its login included); raise
     :class:`LocalBrokerError` naming the node whose process exited, or the nodes missing at
     :data:`READY_TIMEOUT_S`."""
     from confluent_kafka.admin import AdminClient
 
-    settings = {"bootstrap.servers": ",".join(node.address for node in layout)}
-    if secured and password:
-        settings.update({
-            "security.protocol": "SASL_SSL", "sasl.mechanism": SCRAM_MECHANISM,
-            "sasl.username": USER, "sasl.password": password, "ssl.ca.location": str(secured.ca),
-        })  # fmt: skip
+    common = parse_properties(config["commonConfig"])
+    settings = to_librdkafka("commonConfig", common, DRIVER_NAME)
     deadline = time.monotonic() + READY_TIMEOUT_S
     admin = None
     joined: set[int] = set()

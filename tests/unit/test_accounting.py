@@ -155,3 +155,25 @@ def test_what_the_broker_still_holds_is_unread_not_lost():
     parts[2]["subscriptions"][0]["unread"] = None  # one worker's broker did not answer
     assert (account(parts, drained=True).unread, account(parts, drained=True).lost) == (None, 7)
     assert account(parts, drained=False).unread is None
+
+
+def test_withdrawn_messages_a_subscription_read_are_counted_aborted_read_not_lost():
+    ledger = Ledger()
+    ledger.add_producer(0, "t")
+    ledger.add_consumer("t", "s")
+    ledger.record([rows([P0, P0 + 1, P0 + 5])], acked(P0, P0 + 1, P0 + 2))
+    ledger.record_withdrawn(ids(P0 + 6, P0 + 5, P0 + 4))  # any order
+    result = account(json.loads(json.dumps([ledger.to_json()])), drained=True)
+    assert (result.aborted_read, result.lost) == (1, 1)  # P0 + 5 read; P0 + 2 never came
+    assert result.subscriptions[0]["abortedRead"] == 1 and result.loss_detected
+
+
+def test_a_ledger_from_before_transactions_reads_as_nothing_withdrawn():
+    ledger = Ledger()
+    ledger.add_producer(0, "t")
+    ledger.add_consumer("t", "s")
+    ledger.record([rows([P0])], acked(P0))
+    part = ledger.to_json()
+    del part["withdrawn"]
+    result = account([part], drained=True)
+    assert (result.aborted_read, result.lost, result.loss_detected) == (0, 0, False)

@@ -20,6 +20,7 @@ AT_THE_END = {
     "totalOutOfOrder": "delivery accounting",
     "lossDetected": "delivery accounting",
     "deliveryAccounting": "delivery accounting",
+    "totalAbortedRead": "delivery accounting",
     "outages": "a scenario's own field, added to the outcome at its end",
     "verdicts": "consumers kept up: judged on the backlog when the producers stopped",
 }

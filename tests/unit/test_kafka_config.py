@@ -10,6 +10,7 @@ from loadgen.driver_api.driver_file import load_driver_spec
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen_drivers.kafka import Driver
 from loadgen_drivers.kafka.config import parse_properties, to_librdkafka
+from loadgen_drivers.kafka.transactions import AbortPlan, transactional_ids
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "drivers"
 
@@ -135,3 +136,46 @@ def test_consumer_assignment_accepts_subscribe_or_assign_and_names_them_otherwis
         Driver.validate_config(bad)
     assert "consumerAssignment" in str(caught.value)
     assert "subscribe" in str(caught.value) and "assign" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("transactionDurationMs", 100),
+        ("messagesPerTransaction", 10),
+        ("transactionAbortRatio", 0.5),
+    ],
+)
+def test_a_transaction_field_without_a_transactional_id_names_itself_and_what_is_missing(
+    field, value
+):
+    spec = DriverSpec(
+        name="K",
+        kind="kafka",
+        config={"commonConfig": "", "producerConfig": "", "consumerConfig": "", field: value},
+        source="kafka.yaml",
+    )
+    with pytest.raises(ConfigError) as error:
+        Driver.validate_config(spec)
+    assert (error.value.file, error.value.path, error.value.value) == ("kafka.yaml", field, value)
+    assert "transactional.id" in str(error.value)
+
+
+def test_transaction_fields_are_read_with_a_transactional_id_and_bounded():
+    config = {"commonConfig": "", "producerConfig": "transactional.id=t", "consumerConfig": ""}
+    spec = DriverSpec(name="K", kind="kafka", config={**config, "transactionAbortRatio": 0.25})
+    assert Driver.validate_config(spec).transaction_abort_ratio == 0.25
+    with pytest.raises(ConfigError) as error:
+        Driver.validate_config(
+            DriverSpec(name="K", kind="kafka", config={**config, "transactionAbortRatio": 2})
+        )
+    assert error.value.path == "transactionAbortRatio"
+
+
+def test_aborts_are_spread_evenly_and_ids_differ_per_producer():
+    plan = AbortPlan(0.25)
+    assert [plan.next_aborts() for _ in range(8)] == [False, False, False, True] * 2
+    assert not any(AbortPlan(0.0).next_aborts() for _ in range(100))
+    ids = transactional_ids("lg", "topic-a")
+    first, second = ids(), ids()
+    assert first != second and first.startswith("lg-topic-a-") and first.endswith("-0")

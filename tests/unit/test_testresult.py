@@ -18,6 +18,8 @@ from loadgen.engine.stats import (
     PUBLISH,
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
+    TRANSACTION_ABORT,
+    TRANSACTION_COMMIT,
     IntervalStats,
 )
 from loadgen.formats.result_json import ResultHeader, build_test_result
@@ -97,6 +99,7 @@ def test_omb_fields_come_first_in_omb_order_then_only_additions(result):
         "lossDetected",
         "deliveryAccounting",
         "totalUnread",
+        "totalAbortedRead",
         "duplicates",
         "outOfOrder",
         "histograms",
@@ -197,3 +200,26 @@ def test_delivery_counts_come_from_the_accounting_and_periods_from_the_intervals
     assert document["totalOutOfOrder"] == 1 and document["lossDetected"] is True
     assert document["deliveryAccounting"] == rows
     assert (document["duplicates"], document["outOfOrder"]) == ([1], [1])
+
+
+def test_transactions_block_counts_the_whole_run_and_times_the_measured_phase():
+    ms = lambda values: np.array(values, dtype=np.int64) * 1_000_000  # noqa: E731
+    warm = replace(interval(0, sent=5, received=5, warmup=True), withdrawn=3)
+    warm.histograms[TRANSACTION_COMMIT] = hdr.record_ns(TRANSACTION_COMMIT, ms([90]))
+    warm.histograms[TRANSACTION_ABORT] = hdr.record_ns(TRANSACTION_ABORT, ms([]))
+    measured = replace(interval(10_000, sent=8, received=8), withdrawn=4)
+    measured.histograms[TRANSACTION_COMMIT] = hdr.record_ns(TRANSACTION_COMMIT, ms([2, 4]))
+    measured.histograms[TRANSACTION_ABORT] = hdr.record_ns(TRANSACTION_ABORT, ms([1]))
+    accounting = Accounting(0, 0, 0, [], aborted_read=0)
+    document = build_test_result(
+        HEADER, RunOutcome([warm, measured], accounting=accounting), run={}
+    )
+    block = document["transactions"]
+    assert (block["committed"], block["aborted"], block["messagesWithdrawn"]) == (3, 1, 7)
+    assert block["commitLatency"]["Max"] == pytest.approx(4, rel=1e-3)  # not the warm-up's 90
+    assert block["abortedMessagesRead"] == 0 == document["totalAbortedRead"]
+    assert {TRANSACTION_COMMIT, TRANSACTION_ABORT} <= document["histograms"].keys()
+
+
+def test_a_run_without_transactions_has_no_transactions_block(result):
+    assert "transactions" not in result and "transactionCommit" not in result["histograms"]

@@ -9,8 +9,8 @@ what this writes and writes what this reads.
 
 A histogram here is only its non-empty buckets (sorted counts-array indices and their counts)
 in OMB's layout: microseconds, 5 significant digits, lowest 1, highest 60 s for publish metrics
-and 12 h for end-to-end. The full counts array of such a histogram is 10–21 MB; the sparse form
-is a few KB.
+and 12 h for the others (end-to-end, transactions). The full counts array of such a histogram
+is 10–21 MB; the sparse form is a few KB.
 
 The V2 codec (HdrHistogram's ``encodeIntoCompressedByteBuffer``): an 8-byte header
 (compression cookie, length), then zlib of a 40-byte header and the counts as ZigZag LEB128
@@ -45,7 +45,13 @@ subscriptions (catch-up and mixed runs): ``endToEnd`` stays OMB's, over every su
 END_TO_END_UNCORRECTED = "endToEndUncorrected"
 """End-to-end latency as the two clocks measured it, recorded only when the workers' clock
 offsets corrected ``endToEnd`` (:mod:`loadgen.engine.skew`)."""
-ALL_METRICS = METRICS + ROLE_METRICS + (END_TO_END_UNCORRECTED,)
+TRANSACTION_COMMIT = "transactionCommit"
+TRANSACTION_ABORT = "transactionAbort"
+TRANSACTION_METRICS = (TRANSACTION_COMMIT, TRANSACTION_ABORT)
+"""How long each commit and abort call of a transactional producer took, recorded only when
+its producers are transactional (:class:`loadgen.driver_api.TransactionalProducer`); one
+value per transaction, so their counts are the transactions committed and aborted."""
+ALL_METRICS = METRICS + ROLE_METRICS + (END_TO_END_UNCORRECTED,) + TRANSACTION_METRICS
 
 SIGNIFICANT_DIGITS = 5
 PUBLISH_HIGHEST_US = 60_000_000

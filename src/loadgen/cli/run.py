@@ -31,6 +31,7 @@ from loadgen.report.console import (
     format_catch_up,
     format_clock_correction,
     format_outages,
+    format_transactions,
     format_verdicts,
     host_busy_note,
     unread_note,
@@ -399,6 +400,7 @@ def _notes(result: dict, output: Output) -> None:
         format_clock_correction(result),
         delivery_warning(result),
         unread_note(result),
+        format_transactions(result),
         format_outages(result.get("outages")),
         host_busy_note(result),
     ):

@@ -119,7 +119,8 @@ class LocalStarter:
 
 @runtime_checkable
 class Producer(Protocol):
-    """One client producer on one topic; it may also be a :class:`PrefixedProducer`."""
+    """One client producer on one topic; it may also be a :class:`PrefixedProducer` and a
+    :class:`TransactionalProducer`."""
 
     def send(
         self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
@@ -193,6 +194,32 @@ class PrefixedProducer(Protocol):
         """The call to make per message; ``None``: the loop calls ``send`` as usual. Asked once
         per producer when the loop starts; the loop sends directly only if every one of its
         producers answers with a call."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionSample:
+    """What a transactional producer did since it was last asked."""
+
+    committed_ns: tuple[int, ...] = ()
+    """How long each commit call took, in ns: one value per committed transaction."""
+    aborted_ns: tuple[int, ...] = ()
+    """How long each abort call took, in ns: one value per aborted transaction (on purpose or
+    after a failure)."""
+    withdrawn: tuple[int, ...] = ()
+    """The message ids of the messages in transactions aborted on purpose. Their ``on_done`` is
+    never called: they are neither acknowledged nor failed, and a consumer that reads one has
+    read an aborted message (the accounting counts it)."""
+
+
+@runtime_checkable
+class TransactionalProducer(Protocol):
+    """A producer that writes in transactions (optional). Its messages are acknowledged when
+    their transaction commits; a transaction that fails reports its error to each message's
+    ``on_done``."""
+
+    def take_transactions(self) -> TransactionSample:
+        """Everything since the last call (called from the stats thread, once per interval)."""
+        ...
 
 
 class CallbackAcks:

@@ -13,7 +13,9 @@ interval with numpy. Neither does Python work per message.
   that stream already delivered;
 * lost: acknowledged by the broker on the subscription's topic but never received by it, less
   what the broker still holds for the subscription (unread: a backlog not read by the run's end
-  is not lost; :mod:`loadgen.engine.unread`).
+  is not lost; :mod:`loadgen.engine.unread`);
+* aborted read: withdrawn by its producer (its transaction aborted on purpose,
+  :class:`loadgen.driver_api.TransactionSample`) and received all the same.
 """
 
 from __future__ import annotations
@@ -206,6 +208,8 @@ class Ledger:
         """Each consumer's ``(topic, subscription)``, in creation order."""
         self._producer_topics: dict[int, str] = {}
         self.acked: dict[str, RangeSet] = {}
+        self.withdrawn: dict[str, RangeSet] = {}
+        """Per topic, the ids of messages in transactions aborted on purpose."""
         self.unidentified = 0
         """Received messages that carried no id: while any did, the run cannot account."""
 
@@ -259,15 +263,22 @@ class Ledger:
         return IntervalCounts(duplicates, out_of_order)
 
     def _record_acks(self, acked_runs: np.ndarray) -> None:
-        """Ranges never span two producers (a producer would need 2**40 messages), so the
-        ranges of all acknowledged ids are dealt to topics by the producer in their start."""
         firsts, counts = acked_runs[:, 0], acked_runs[:, 1]
-        ranges = RangeSet().union(RangeSet(firsts, firsts + counts))
+        self._deal(self.acked, RangeSet().union(RangeSet(firsts, firsts + counts)))
+
+    def record_withdrawn(self, ids: np.ndarray) -> None:
+        """Messages their producers took back (any order)."""
+        if len(ids):
+            self._deal(self.withdrawn, RangeSet.of_ids(np.unique(ids)))
+
+    def _deal(self, into: dict[str, RangeSet], ranges: RangeSet) -> None:
+        """Ranges never span two producers (a producer would need 2**40 messages), so ranges
+        of ids are dealt to topics by the producer in their start."""
         numbers = ranges.starts >> SEQ_BITS
         for number in set(numbers.tolist()):
             topic = self._producer_topics[number]
             mine = numbers == number
-            self.acked[topic] = self.acked[topic].union(
+            into[topic] = into.get(topic, RangeSet()).union(
                 RangeSet(ranges.starts[mine], ranges.ends[mine])
             )
 
@@ -297,6 +308,7 @@ class Ledger:
                 for (topic, subscription), ledger in self.subscriptions.items()
             ],
             "acked": {topic: ranges.to_json() for topic, ranges in self.acked.items()},
+            "withdrawn": {topic: ranges.to_json() for topic, ranges in self.withdrawn.items()},
             "unidentified": self.unidentified,
         }
 
@@ -311,10 +323,12 @@ class Accounting:
     lost: int | None
     subscriptions: list[dict[str, Any]]
     unread: int | None = None
+    aborted_read: int = 0
+    """Messages of transactions aborted on purpose that a subscription read all the same."""
 
     @property
     def loss_detected(self) -> bool:
-        return bool(self.lost) or self.duplicates > 0
+        return bool(self.lost) or self.duplicates > 0 or self.aborted_read > 0
 
 
 def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting | None:
@@ -324,10 +338,13 @@ def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting |
     if not any(part["acked"] for part in parts) or any(part["unidentified"] for part in parts):
         return None
     acked: dict[str, list[RangeSet]] = {}
+    withdrawn: dict[str, list[RangeSet]] = {}
     received: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for part in parts:
         for topic, flat in part["acked"].items():
             acked.setdefault(topic, []).append(RangeSet.from_json(flat))
+        for topic, flat in part.get("withdrawn", {}).items():  # absent before transactions
+            withdrawn.setdefault(topic, []).append(RangeSet.from_json(flat))
         for entry in part["subscriptions"]:
             received.setdefault((entry["topic"], entry["subscription"]), []).append(entry)
     rows = []
@@ -342,6 +359,8 @@ def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting |
             _add_counts(late, {int(p): c[1] for p, c in entry["partitions"].items()})
         sent = RangeSet().union(*acked.get(topic, []))
         missing = len(sent.union(union)) - len(union)
+        taken_back = RangeSet().union(*withdrawn.get(topic, []))
+        aborted_read = len(taken_back) + len(union) - len(taken_back.union(union))
         unread = _unread(entries) if drained else None
         if unread is not None:
             unread = min(unread, missing)
@@ -353,6 +372,7 @@ def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting |
                 "outOfOrder": sum(e["outOfOrder"] for e in entries),
                 "lost": missing - (unread or 0) if drained else None,
                 "unread": unread,
+                "abortedRead": aborted_read,
                 "partitions": {
                     str(p): {"duplicates": by_partition.get(p, 0), "outOfOrder": late.get(p, 0)}
                     for p in sorted(by_partition.keys() | late.keys())
@@ -368,6 +388,7 @@ def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting |
         unread=None
         if all(r["unread"] is None for r in rows)
         else sum(r["unread"] or 0 for r in rows),
+        aborted_read=sum(r["abortedRead"] for r in rows),
     )
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from loadgen.base import hdr
 from loadgen.base.cpu_use import CpuMeter
-from loadgen.base.errors import DriverError
+from loadgen.base.errors import ConfigError, DriverError
 from loadgen.base.thread_names import name_threads_for_the_os
 from loadgen.driver_api import (
     NO_MESSAGE_ID,
@@ -24,6 +24,7 @@ from loadgen.driver_api import (
     Consumer,
     Producer,
     TopicSpec,
+    TransactionalProducer,
 )
 from loadgen.engine.accounting import Ledger, Receipt, message_id_base
 from loadgen.engine.keys import key_source
@@ -52,6 +53,8 @@ from loadgen.engine.stats import (
     PUBLISH,
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
+    TRANSACTION_ABORT,
+    TRANSACTION_COMMIT,
     IntervalStats,
 )
 from loadgen.engine.unread import UNREAD_QUERY_S, unread_by_subscription
@@ -120,6 +123,7 @@ class LocalWorker:
         self.topics: list[str] = []
         self._owns_topics = False
         self._producers: list[Producer] = []
+        self._transactional: list[TransactionalProducer] = []
         self._consumers: list[Consumer] = []
         self._consumer_recorders: list[ConsumerRecorder] = []
         self._receipts: dict[Subscription, Receipts] = {}
@@ -188,7 +192,10 @@ class LocalWorker:
         """One producer per entry; they are numbered from ``first_number`` on, and the number
         is in every message id, so it must be unique across the run's workers."""
         for number, topic in enumerate(topics, start=first_number + len(self._producers)):
-            self._producers.append(self.driver.create_producer(topic))
+            producer = self.driver.create_producer(topic)
+            self._producers.append(producer)
+            if isinstance(producer, TransactionalProducer):
+                self._transactional.append(producer)
             self._id_bases.append(message_id_base(number))
             self.ledger.add_producer(number, topic)
 
@@ -257,6 +264,13 @@ class LocalWorker:
         key_distributor: str,
         max_in_flight: int | None = None,
     ) -> None:
+        if max_in_flight is not None and self._transactional:
+            raise ConfigError(
+                "producerMaxInFlight cannot be combined with transactions: a message is "
+                "acknowledged only when its transaction commits",
+                path="producerMaxInFlight",
+                value=max_in_flight,
+            )
         self._sent_bytes = SentBytes(payloads, self._id_bases)
         self._loop = ProducerLoop(
             self._producers,
@@ -344,6 +358,7 @@ class LocalWorker:
             histograms[END_TO_END_CATCH_UP] = _merged(
                 END_TO_END_CATCH_UP, [each.end_to_end for each in catch_up]
             )
+        withdrawn = self._take_transactions(histograms)
         cpu = self._cpu.take()
         return IntervalStats(
             start_ms=start_ms,
@@ -361,9 +376,25 @@ class LocalWorker:
             cpu_ns=cpu.cpu_ns,
             cpu_wait_ns=cpu.wait_ns,
             cpu_slices=cpu.slices,
+            withdrawn=withdrawn,
             warmup=warmup,
             histograms=histograms,
         )
+
+    def _take_transactions(self, histograms: dict[str, hdr.Histogram]) -> int:
+        """The transactional producers' commit and abort latencies into ``histograms`` and
+        their withdrawn messages into the ledger; how many were withdrawn."""
+        samples = [p.take_transactions() for p in self._transactional]
+        if not samples:
+            return 0
+        for metric, values in (
+            (TRANSACTION_COMMIT, [ns for sample in samples for ns in sample.committed_ns]),
+            (TRANSACTION_ABORT, [ns for sample in samples for ns in sample.aborted_ns]),
+        ):
+            histograms[metric] = hdr.record_ns(metric, np.array(values, np.int64))
+        withdrawn = np.array([i for sample in samples for i in sample.withdrawn], np.int64)
+        self.ledger.record_withdrawn(withdrawn)
+        return len(withdrawn)
 
     def accounting(self, *, ask_broker: bool = False) -> list[dict[str, object]]:
         """Every worker's :meth:`Ledger.to_json` (here: this one's), for

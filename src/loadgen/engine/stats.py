@@ -22,6 +22,9 @@ from loadgen.base.hdr_core import (  # noqa: F401 - the metric names are the sta
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
     ROLE_METRICS,
+    TRANSACTION_ABORT,
+    TRANSACTION_COMMIT,
+    TRANSACTION_METRICS,
 )
 
 
@@ -59,6 +62,10 @@ class IntervalStats:
     """How long their threads could run but waited for a CPU: the host's share in the interval."""
     cpu_slices: int = 0
     """How many times their threads were given a CPU (the waits' count)."""
+    withdrawn: int = 0
+    """Messages the producers took back: sent in a transaction aborted on purpose
+    (``transactionAbortRatio``), neither acknowledged nor failed, so in neither ``sent`` nor
+    ``send_errors``."""
     warmup: bool = False
     histograms: Mapping[str, hdr.Histogram] = field(default_factory=dict)
 
@@ -78,10 +85,17 @@ def measured_intervals(intervals: Iterable[IntervalStats]) -> list[IntervalStats
 
 
 def recorded_metrics(intervals: Iterable[IntervalStats]) -> tuple[str, ...]:
-    """OMB's :data:`METRICS`, and ``endToEndUncorrected`` when the run's clocks were corrected:
-    the metrics of a result's ``histograms`` block and of its ``.hlog`` files."""
-    corrected = any(END_TO_END_UNCORRECTED in s.histograms for s in intervals)
-    return (*METRICS, END_TO_END_UNCORRECTED) if corrected else METRICS
+    """OMB's :data:`METRICS`, ``endToEndUncorrected`` when the run's clocks were corrected, and
+    the transaction metrics when its producers were transactional: the metrics of a result's
+    ``histograms`` block and of its ``.hlog`` files."""
+    items = list(intervals)
+    corrected = any(END_TO_END_UNCORRECTED in s.histograms for s in items)
+    transactional = any(TRANSACTION_COMMIT in s.histograms for s in items)
+    return (
+        *METRICS,
+        *((END_TO_END_UNCORRECTED,) if corrected else ()),
+        *(TRANSACTION_METRICS if transactional else ()),
+    )
 
 
 def running_backlogs(intervals: Iterable[IntervalStats], subscriptions: int) -> list[int]:
@@ -96,11 +110,14 @@ def running_backlogs(intervals: Iterable[IntervalStats], subscriptions: int) -> 
     return backlogs
 
 
-def sent_per_second(intervals: Iterable[IntervalStats]) -> float:
-    """Messages sent per second over ``intervals`` (their total over their seconds); 0 if none."""
+def sent_per_second(intervals: Iterable[IntervalStats], *, withdrawn: bool = False) -> float:
+    """Messages sent per second over ``intervals`` (their total over their seconds); 0 if none.
+    With ``withdrawn``, the messages of transactions aborted on purpose count too: they were
+    sent at the asked rate."""
     items = list(intervals)
     seconds = sum(s.seconds for s in items)
-    return sum(s.sent for s in items) / seconds if seconds else 0.0
+    sent = sum(s.sent + (s.withdrawn if withdrawn else 0) for s in items)
+    return sent / seconds if seconds else 0.0
 
 
 def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
@@ -129,6 +146,7 @@ def merge_all(snapshots: Iterable[IntervalStats]) -> IntervalStats:
         cpu_ns=sum(s.cpu_ns for s in items),
         cpu_wait_ns=sum(s.cpu_wait_ns for s in items),
         cpu_slices=sum(s.cpu_slices for s in items),
+        withdrawn=sum(s.withdrawn for s in items),
         warmup=all(s.warmup for s in items),
         histograms=histograms,
     )

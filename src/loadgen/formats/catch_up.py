@@ -24,7 +24,7 @@ from loadgen.engine.stats import (
 )
 
 
-def _latency_ms(histogram: hdr.Histogram) -> dict[str, float]:
+def latency_ms(histogram: hdr.Histogram) -> dict[str, float]:
     """p50/p99/p99.9/max in ms (Java-equal percentiles), the run summary's shape."""
     summary = hdr.summary(histogram)
     return {
@@ -48,13 +48,13 @@ def _phase(
         "intervals": len(inside),
         "publishRate": merged.sent / seconds,
         "catchUpReadRate": merged.received_catch_up / seconds,
-        "publishLatency": _latency_ms(merged.histogram(PUBLISH)),
-        "endToEndCatchUp": _latency_ms(merged.histogram(END_TO_END_CATCH_UP)),
+        "publishLatency": latency_ms(merged.histogram(PUBLISH)),
+        "endToEndCatchUp": latency_ms(merged.histogram(END_TO_END_CATCH_UP)),
     }
     if mixed:
         tailing = merged.received - merged.received_catch_up
         figures["tailingReadRate"] = tailing / seconds
-        figures["endToEndTailing"] = _latency_ms(merged.histogram(END_TO_END_TAILING))
+        figures["endToEndTailing"] = latency_ms(merged.histogram(END_TO_END_TAILING))
     return figures
 
 

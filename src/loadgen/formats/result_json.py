@@ -37,6 +37,7 @@ from loadgen.engine.stats import (
 from loadgen.formats.catch_up import catch_up_fields, role_histograms
 from loadgen.formats.client_cpu import client_cpu_fields
 from loadgen.formats.run_verdicts import verdict_fields
+from loadgen.formats.transactions import transaction_fields
 
 SUFFIXES = ("Avg", "50pct", "75pct", "95pct", "99pct", "999pct", "9999pct", "Max")
 PERCENTILES = (50.0, 75.0, 95.0, 99.0, 99.9, 99.99)
@@ -109,6 +110,7 @@ def _delivery_fields(
         "lossDetected": accounting.loss_detected if accounting else None,
         "deliveryAccounting": accounting.subscriptions if accounting else None,
         "totalUnread": accounting.unread if accounting else None,
+        "totalAbortedRead": accounting.aborted_read if accounting else None,
         "duplicates": [s.duplicates for s in measured],
         "outOfOrder": [s.out_of_order for s in measured],
     }
@@ -183,6 +185,11 @@ def build_test_result(
         }
         for metric in metrics
     }
+    transactions = transaction_fields(
+        intervals, outcome.accounting.aborted_read if outcome.accounting else None
+    )
+    if transactions is not None:
+        result["transactions"] = transactions
     if outcome.catch_up is not None:
         result["histograms"] |= role_histograms(intervals)
         tailing = header.tailing_subscriptions_per_topic

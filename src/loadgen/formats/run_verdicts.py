@@ -50,7 +50,7 @@ def rate_verdict(
     seconds = sum(stats.seconds for stats in measured)
     if seconds <= 0:
         return _not_judged("held", "nothing was measured")
-    rate = sent_per_second(measured)
+    rate = sent_per_second(measured, withdrawn=True)
     tolerance = max(RATE_TOLERANCE, (producers + 1) / (asked * seconds))
     return {
         "held": rate >= asked * (1 - tolerance),

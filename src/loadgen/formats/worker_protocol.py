@@ -162,6 +162,7 @@ def stats_to_json(
         "cpuNs": stats.cpu_ns,
         "cpuWaitNs": stats.cpu_wait_ns,
         "cpuSlices": stats.cpu_slices,
+        "withdrawn": stats.withdrawn,
         "warmup": stats.warmup,
         "histograms": {metric: encode(h) for metric, h in stats.histograms.items()},
     }
@@ -193,6 +194,7 @@ def stats_from_json(
         cpu_ns=data["cpuNs"],
         cpu_wait_ns=data["cpuWaitNs"],
         cpu_slices=data["cpuSlices"],
+        withdrawn=data.get("withdrawn", 0),  # absent before transactions
         warmup=data["warmup"],
         histograms=histograms(data["histograms"]),
     )

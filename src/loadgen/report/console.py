@@ -71,15 +71,32 @@ def format_aggregate(stats: IntervalStats) -> str:
 
 def delivery_warning(result: dict[str, Any]) -> str | None:
     """One warning line when the result counts lost or duplicated messages, else ``None``."""
-    lost, duplicates = result.get("totalLost"), result.get("totalDuplicates")
-    found = [
-        f"{count:,} {what}" for count, what in ((lost, "lost"), (duplicates, "duplicated")) if count
-    ]
+    counts = (
+        (result.get("totalLost"), "lost"),
+        (result.get("totalDuplicates"), "duplicated"),
+        (result.get("totalAbortedRead"), "read though their transaction aborted"),
+    )
+    found = [f"{count:,} {what}" for count, what in counts if count]
     if not found:
         return None
     return (
         f"WARNING: messages not delivered exactly once: {', '.join(found)} "
         "(lost: acknowledged, never received; see deliveryAccounting in the result)"
+    )
+
+
+def format_transactions(result: dict[str, Any]) -> str | None:
+    """The result's ``transactions`` block in a line, or ``None`` when there is none."""
+    block = result.get("transactions")
+    if not block:
+        return None
+    commit, abort = block["commitLatency"], block["abortLatency"]
+    read = block["abortedMessagesRead"]
+    return (
+        f"Transactions: {block['committed']:,} committed (commit p50 {commit['50pct']:.3f} ms, "
+        f"p99 {commit['99pct']:.3f} ms), {block['aborted']:,} aborted (abort p50 "
+        f"{abort['50pct']:.3f} ms); {block['messagesWithdrawn']:,} messages withdrawn, "
+        f"{'n/a' if read is None else format(read, ',')} of them read"
     )
 
 

@@ -208,6 +208,8 @@ def run_workload(
     except LoadgenError as error:
         if not run.outcome.topics:
             raise  # nothing was set up, so there is nothing to report but the error
+        if isinstance(error, ConfigError) and not run.measurement.intervals:
+            raise  # bad input found in set-up (exit 2): nothing was measured to keep
         run.cut_short(error.stop_reason, str(error))
     finally:
         run.tear_down()

@@ -10,9 +10,9 @@ already exits non-zero.
 ``assert_slo(result, "e2e.p99<5ms", "rate>=0.99")``, for tests, raises an AssertionError that
 lists every missed limit with its measured value and then the run's percentile table, so a
 failing test says what happened without a debugger. Errors, missing, lost and duplicated
-messages fail unless an expression allows them (:data:`ALWAYS_JUDGED`); so does a catch-up
-drain that did not come. The verdicts ``rate.held`` and ``consumers.keptUp`` are judged when
-asked for.
+messages, and aborted messages read, fail unless an expression allows them
+(:data:`ALWAYS_JUDGED`); so does a catch-up drain that did not come. The verdicts
+``rate.held`` and ``consumers.keptUp`` are judged when asked for.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from loadgen.spec import Workload
 
 log = logging.getLogger("loadgen.results")
 
-ALWAYS_JUDGED = ("errors<=0", "missing<=0", "lost<=0", "duplicates<=0")
+ALWAYS_JUDGED = ("errors<=0", "missing<=0", "lost<=0", "duplicates<=0", "abortedRead<=0")
 """Judged for every run unless an expression names the same figure (``"missing<=5"``): a
 latency from a run that lost or duplicated messages is no pass. A figure the run could not
 count (``lost is None``: its messages carried no ids) is left out, unless asked for."""
@@ -94,12 +94,13 @@ def assert_slo(result: Result, *expressions: str, **keywords: float) -> None:
         raise TypeError(_instead_of(keywords, expressions))
     asked = thresholds.parse_all(expressions, option="assert_slo")
     named = {threshold.name for threshold in asked}
+    figures = thresholds.figures_of(result)
     defaults = [
         threshold
         for threshold in thresholds.parse_all(ALWAYS_JUDGED, option="assert_slo")
-        if threshold.name not in named and getattr(result, threshold.name) is not None
+        if threshold.name not in named and figures.counts.get(threshold.name) is not None
     ]
-    checks = thresholds.judge((*defaults, *asked), thresholds.figures_of(result))
+    checks = thresholds.judge((*defaults, *asked), figures)
     missed = [check.describe() for check in checks if not check.passed]
     if result.incomplete:
         missed.append(f"the run did not complete: {result.stop_reason}")

@@ -50,6 +50,7 @@ COUNTS = {
     "errors": "send errors",
     "lost": "acknowledged messages never received",
     "duplicates": "messages received more than once",
+    "abortedRead": "messages of transactions aborted on purpose that a consumer read",
     "missing": "messages not received when the drain ended",
     "backlog.growth": "messages the backlog grew by over the steady phase (verdicts.consumers)",
     "backlog.trend": "msg/s the backlog grew at over the steady phase (its least-squares slope)",
@@ -206,6 +207,7 @@ def figures_of(result: Result) -> Figures:
         "errors": result.errors,
         "lost": result.lost,
         "duplicates": result.duplicates,
+        "abortedRead": result.document.get("totalAbortedRead"),
         "missing": result.missing,
     }
     return Figures(histograms, counts | verdict_counts(result.document.get("verdicts", {})))

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from loadgen.base.errors import ConfigError
 from loadgen.base.properties import logical_lines
@@ -42,6 +42,12 @@ DROPPED_SILENTLY = {
     "value.deserializer",
 }
 LIBRDKAFKA_MAXIMUMS = {"request.timeout.ms": 900_000}
+JAVA_INT_MAX = 2**31 - 1
+TRANSACTION_FIELDS = {
+    "transaction_duration_ms": "transactionDurationMs",
+    "messages_per_transaction": "messagesPerTransaction",
+    "transaction_abort_ratio": "transactionAbortRatio",
+}
 DROPPED_WITH_WARNING = {
     "default.api.timeout.ms",
     "max.block.ms",
@@ -110,9 +116,43 @@ class KafkaConfig(BaseModel):
     partition of the topic without a group join, which saves the join's seconds (a probe's
     first line) but gives each consumer every message, so use one consumer per subscription."""
 
+    transaction_duration_ms: int | None = Field(
+        default=None, alias="transactionDurationMs", ge=1, le=JAVA_INT_MAX
+    )
+    """loadgen's, as kafka-producer-perf-test's ``--transaction-duration-ms``: a transaction is
+    committed once it is this old (3000 when ``producerConfig`` sets ``transactional.id`` and
+    this is not given, as the Java tool does). Needs ``transactional.id``."""
+    messages_per_transaction: int | None = Field(
+        default=None, alias="messagesPerTransaction", ge=1, le=JAVA_INT_MAX
+    )
+    """loadgen's, as pulsar-perf's ``--numMessage-perTransaction``: a transaction is committed
+    once it holds this many messages (or is ``transactionDurationMs`` old, whichever comes
+    first). Needs ``transactional.id``."""
+    transaction_abort_ratio: float = Field(default=0.0, alias="transactionAbortRatio", ge=0, le=1)
+    """loadgen's: this share of the transactions, evenly spread, is aborted instead of committed
+    (their messages withdrawn: a ``read_committed`` consumer must never see one). Needs
+    ``transactional.id``."""
+
     _properties = field_validator(
         "topic_config", "common_config", "producer_config", "consumer_config", mode="before"
     )(_properties_field)
+
+    @model_validator(mode="after")
+    def _transactions_need_an_id(self) -> KafkaConfig:
+        given = [name for name in TRANSACTION_FIELDS if name in self.model_fields_set]
+        if given and not self.transactional:
+            raise ConfigError(
+                f"{TRANSACTION_FIELDS[given[0]]} needs transactions: set transactional.id in "
+                "producerConfig (the Java producer's property, which turns them on)",
+                path=TRANSACTION_FIELDS[given[0]],
+                value=getattr(self, given[0]),
+                allowed="producerConfig with transactional.id",
+            )
+        return self
+
+    @property
+    def transactional(self) -> bool:
+        return bool(self.producer_config.get("transactional.id"))
 
     @property
     def bootstrap_servers(self) -> str:

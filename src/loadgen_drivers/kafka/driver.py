@@ -20,6 +20,9 @@
   assignment of every partition, starting at a committed offset or where ``auto.offset.reset``
   says (a "latest" start resolved when the consumer is created): no group join, so a consumer
   reads within milliseconds instead of seconds.
+* ``transactional.id`` in ``producerConfig`` makes every producer transactional
+  (:mod:`loadgen_drivers.kafka.transactions`): messages are acknowledged when their transaction
+  commits.
 * Unless ``enable.auto.commit=true``, offsets are committed asynchronously after non-empty
   batches, at most every 100 ms (OMB commits after every poll; its polls return 100 ms batches,
   while this consumer wakes on the first message to keep end-to-end latency honest).
@@ -58,6 +61,7 @@ from loadgen.driver_api import (
     OnMessage,
     PrefixedSend,
     TopicSpec,
+    TransactionSample,
     fail_if_refused,
     listed_addresses,
     prefixed_deliveries,
@@ -68,6 +72,7 @@ from loadgen.driver_api.stamp import PREFIX_BYTES, Prefixer, Stamp, read_prefix
 from loadgen.spec import parse_model
 from loadgen_drivers.kafka import DEFAULT_PORT, Driver
 from loadgen_drivers.kafka.config import KafkaConfig, check_with_librdkafka, to_librdkafka
+from loadgen_drivers.kafka.transactions import Transactions, transactional_ids
 from loadgen_drivers.kafka.trust import trust_context
 
 log = logging.getLogger("loadgen.kafka")
@@ -197,6 +202,43 @@ class KafkaProducer:
 
     def close(self) -> None:
         _sliced_flush(self._producer, 5.0)
+
+
+class TransactionalKafkaProducer(KafkaProducer):
+    """A producer writing in transactions (:mod:`loadgen_drivers.kafka.transactions`)."""
+
+    def __init__(self, topic: str, conf: dict[str, str], config: KafkaConfig) -> None:
+        super().__init__(topic, conf)
+        self._transactions = Transactions(self._producer, config)
+        self._transactions.start()
+
+    def send(
+        self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
+    ) -> None:
+        transactions = self._transactions
+        transactions.joined(on_done, message_id)
+        super().send(key, payload, transactions.delivered, message_id, intended_ns)
+        if transactions.due(message_id):
+            transactions.end()
+
+    def prefixed_send(self) -> PrefixedSend | None:
+        """None: each message's ``on_done`` is kept until its transaction ends."""
+        return None
+
+    def poll(self, timeout_s: float = 0.0) -> None:
+        super().poll(timeout_s)
+        if self._transactions.due():
+            self._transactions.end()
+
+    def flush(self, timeout_s: float) -> int:
+        left = super().flush(timeout_s)
+        return self._transactions.end() if left == 0 else left
+
+    def take_transactions(self) -> TransactionSample:
+        return self._transactions.take()
+
+    def close(self) -> None:
+        self.flush(5.0)
 
 
 def _start_positions(
@@ -429,6 +471,8 @@ class KafkaDriver(Driver):
             **to_librdkafka("consumerConfig", config.consumer_config, spec.source),
         }
         self._admin_conf = common
+        self._transactional_ids: dict[str, Callable[[], str]] = {}
+        """Per topic, the next producer's transactional id."""
         self._admin: AdminClient | None = None
         self._admin_errors: list[KafkaError] = []
         """What librdkafka reported while connecting (a TLS or SASL failure says why there)."""
@@ -531,7 +575,13 @@ class KafkaDriver(Driver):
                 log.warning("deleting topic %s failed: %s", name, error)
 
     def create_producer(self, topic: str) -> KafkaProducer:
-        return KafkaProducer(topic, self._producer_conf)
+        if not self.config.transactional:
+            return KafkaProducer(topic, self._producer_conf)
+        ids = self._transactional_ids.setdefault(
+            topic, transactional_ids(self._producer_conf["transactional.id"], topic)
+        )
+        conf = {**self._producer_conf, "transactional.id": ids()}
+        return TransactionalKafkaProducer(topic, conf, self.config)
 
     def create_consumer(
         self, topic: str, subscription: str, on_message: OnMessage

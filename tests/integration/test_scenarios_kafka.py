@@ -124,3 +124,25 @@ def test_a_consumer_only_run_reads_a_topic_another_run_fills(kafka_spec, tmp_pat
     assert result["totalMessagesReceived"] > 2_000  # 4 s of a 2k msg/s producer, give or take
     assert result["aggregatedEndToEndLatency50pct"] > 0
     assert result["totalLost"] is None  # it cannot know what the other run's broker acknowledged
+
+
+def test_consumers_joining_and_leaving_a_group_mid_run_lose_and_repeat_nothing(
+    kafka_spec, tmp_path
+):
+    """A group rebalances twice under load: each message read once, the changes recorded where
+    the intervals show their pause (on Apache Kafka 4.4.0 the leave stalls the partitions of
+    the leavers for up to a heartbeat, 3 s)."""
+    chosen = workload(
+        name="churn", partitionsPerTopic=6, producerRate=2000, consumerPerSubscription=2,
+        testDurationMinutes=0.25,
+        consumerChanges=[{"at": "4s", "join": 1}, {"at": "9s", "leave": 2}],
+    )  # fmt: skip
+    result = run_one(RunRequest(chosen, kafka_spec, OPTIONS, out_dir=tmp_path)).result
+    changes = result["consumerChanges"]
+    assert [(c["join"], c["leave"], c["consumersPerSubscription"]) for c in changes] == [
+        (1, 0, 3),
+        (0, 2, 1),
+    ]
+    assert changes[0]["timeMs"] < changes[1]["timeMs"] and all(c["seconds"] < 5 for c in changes)
+    assert 0 < result["totalMessagesSent"] == result["totalMessagesReceived"]
+    assert result["totalLost"] == result["totalDuplicates"] == 0

@@ -219,6 +219,18 @@ class WorkerLost(WorkerError):
         super().__init__(url, f"lost during the run: {cause}")
 
 
+class ConsumerChangesNeedOneWorker(ConfigError):
+    """``consumerChanges`` are made by one in-process worker, not split over several."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(
+            f"consumers join and leave on one in-process worker, not {workers} workers or "
+            "processes",
+            path="consumerChanges",
+            allowed="no --workers, and --processes 1",
+        )
+
+
 class RunAborted(LoadgenError):
     """A run stopped before its end; the partial result was already written to ``result_path``."""
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from loadgen.base.cpu_use import CpuMeter
-from loadgen.base.errors import ConfigError, WorkerError, WorkerLost
+from loadgen.base.errors import ConfigError, ConsumerChangesNeedOneWorker, WorkerError, WorkerLost
 from loadgen.base.thread_names import name_threads_for_the_os
 from loadgen.distributed.client import CONNECT_TIMEOUT_S, ControlPlane, WorkerClient
 from loadgen.distributed.clock import ClockOffset, PairShift, e2e_skew_bound_ns, pair_shifts
@@ -255,6 +255,11 @@ class Ensemble:
             self._with(lambda a: a.consumers),
             blocking=True,
         )
+
+    def change_consumers(self, *, join: int, leave: int) -> None:
+        """Refused: the changes are not split over workers (:func:`.placement.open_worker`
+        refuses them before any worker is asked)."""
+        raise ConsumerChangesNeedOneWorker(len(self._clients))
 
     def create_producers(self, topics: Sequence[str]) -> None:
         self._assignments = split(

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from loadgen.base import calibration
-from loadgen.base.errors import ConfigError
+from loadgen.base.errors import ConfigError, ConsumerChangesNeedOneWorker
 from loadgen.distributed.client import CONNECT_TIMEOUT_S, ControlPlane
 from loadgen.distributed.ensemble import Ensemble
 from loadgen.distributed.sizing import ProcessCount, cpus_here, default_process_count
@@ -119,6 +119,9 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
     (:meth:`Placement.sized`, done when the run starts); worker processes it started end with
     the block."""
     rule = placement.rule(spec)
+    processes = workers_needed(rule, placement.count(), workload.topics)
+    if workload.consumer_changes and (placement.workers or processes > 1):
+        raise ConsumerChangesNeedOneWorker(len(placement.workers) or processes)
     if placement.workers:
         urls = list(placement.workers)
         wait_s = placement.first_answer_wait_s
@@ -128,7 +131,6 @@ def open_worker(spec: DriverSpec, workload: Workload, placement: Placement) -> I
         ) as ensemble:
             yield ensemble
         return
-    processes = workers_needed(rule, placement.count(), workload.topics)
     if processes <= 1:
         yield LocalWorker(open_driver(spec))
         return

@@ -42,6 +42,9 @@ class Worker(Protocol):
     def pause_catch_up(self, paused: bool) -> None:
         """Pause or resume the consumers of the catch-up subscriptions."""
 
+    def change_consumers(self, *, join: int, leave: int) -> None:
+        """Add ``join`` consumers to every subscription, or close its ``leave`` latest ones."""
+
     def create_producers(self, topics: Sequence[str]) -> None:
         """One producer per entry, numbered uniquely across the run (the number is in every
         message id)."""

@@ -114,6 +114,19 @@ def _merged(metric: str, parts: list[hdr.Histogram]) -> hdr.Histogram:
     return hdr.Histogram(metric, merged.index, merged.counts)
 
 
+class _Left:
+    """A consumer that left the run (``consumerChanges``): closed, holding no partitions."""
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def unread(self, timeout_s: float) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None: ...
+
+
 class LocalWorker:
     """Creates the load on one driver in this process and measures it."""
 
@@ -128,6 +141,8 @@ class LocalWorker:
         self._consumer_recorders: list[ConsumerRecorder] = []
         self._receipts: dict[Subscription, Receipts] = {}
         """Per subscription, what its consumers received (the C engine keeps it as they do)."""
+        self._delays: Sequence[float] = ()
+        """The consumer delays the run's consumers were made with (joining ones get them too)."""
         self._catch_up: list[bool] = []
         """Per consumer: does it belong to a catch-up subscription (paused to build a backlog)?"""
         self._producer_recorder = ProducerRecorder()
@@ -173,6 +188,7 @@ class LocalWorker:
             recorder = ConsumerRecorder(receipts)
             if self._clocks is not None:
                 recorder.correct_clocks(self._clocks)
+            self._delays = delays
             on_message = delayed(recorder.on_message, delays) if delays else recorder.on_message
             consumer = self.driver.create_consumer(topic, subscription, on_message)
             self._consumers.append(consumer)
@@ -181,6 +197,23 @@ class LocalWorker:
             if receipts is not None:  # taken at a snapshot only once the ledger knows it
                 self._receipts[(topic, subscription)] = receipts
             self._catch_up.append(subscription in catch_up)
+
+    def change_consumers(self, *, join: int, leave: int) -> None:
+        """Add ``join`` consumers to every subscription of the run, or close the ``leave``
+        latest of each (a closed one keeps its place, and its recorder, as a :class:`_Left`).
+        Not for catch-up runs: the workload refuses the combination."""
+        names = list(dict.fromkeys(self.ledger.consumer_subscriptions))
+        if join:
+            self.create_consumers([name for name in names for _ in range(join)], (), self._delays)
+        for name in names if leave else ():
+            live = [
+                index
+                for index, owner in enumerate(self.ledger.consumer_subscriptions)
+                if owner == name and not isinstance(self._consumers[index], _Left)
+            ]
+            for index in live[-leave:]:
+                consumer, self._consumers[index] = self._consumers[index], _Left()
+                consumer.close()
 
     def pause_catch_up(self, paused: bool) -> None:
         """Pause (to build a backlog) or resume (to read it) the catch-up consumers."""

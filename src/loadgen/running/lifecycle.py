@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from loadgen.base.errors import ConfigError, DriverError, LoadgenError
 from loadgen.engine.accounting import Accounting, account
@@ -33,9 +33,11 @@ from loadgen.running.scenarios.catch_up import (
     build_and_drain,
     stall_window_s,
 )
+from loadgen.running.scenarios.consumer_changes import consumer_changes_for
 from loadgen.running.scenarios.outages import OutageWatch, threshold_for
-from loadgen.running.scenarios.rate_control import RateControl, rate_control_for
+from loadgen.running.scenarios.rate_control import PhaseControl, rate_control_for
 from loadgen.spec import Workload
+from loadgen.spec.consumer_changes import check_within
 from loadgen.spec.consumer_delay import delay_pool
 
 log = logging.getLogger("loadgen.run")
@@ -73,13 +75,14 @@ class _Measurement:
         workload: Workload,
         options: RunOptions,
         listeners: Listeners,
-        rate_control: RateControl | None = None,
+        controls: Sequence[PhaseControl] = (),
     ) -> None:
         self.worker = worker
         self.subscriptions = workload.subscriptions_per_topic
         self.options = options
         self.listeners = listeners
-        self.rate_control = rate_control
+        self.controls = tuple(controls)
+        """What changes the load while it runs (a rate control, consumer changes)."""
         self.intervals: list[IntervalStats] = []
         self.spill = Spill()
         self.interval_start_ms = _now_ms()
@@ -121,9 +124,9 @@ class _Measurement:
         """Snapshot on an absolute tick every stats interval until ``seconds`` have passed."""
         start = time.monotonic()
         end = start + seconds
-        if self.rate_control is not None:
-            self.rate_control.begin("warmup" if warmup else "measure", start, seconds)
-            self.rate_control.poll(self.worker, start)
+        for control in self.controls:
+            control.begin("warmup" if warmup else "measure", start, seconds)
+            control.poll(self.worker, start)
         tick_number = 1
         while True:
             tick = min(start + tick_number * self.options.stats_interval_s, end)
@@ -157,11 +160,13 @@ class _Measurement:
             if error is not None:
                 raise DriverError("producer", f"the producer loop stopped: {error!r}") from error
             self.look_for_outages()
-            if self.rate_control is not None:
-                self.rate_control.poll(self.worker, time.monotonic())
+            for control in self.controls:
+                control.poll(self.worker, time.monotonic())
 
 
 def _check_inputs(workload: Workload, options: RunOptions) -> None:
+    if options.duration_s is not None:
+        check_within(workload.consumer_changes, options.duration_s)
     refused = [
         (
             bool(options.topic_names) and len(options.topic_names) != workload.topics,
@@ -228,7 +233,10 @@ class _Lifecycle:
         self.listeners = listeners
         self.outcome = RunOutcome(started_ms=options.started_ms or _now_ms())
         self.rate_control = rate_control_for(workload)
-        self.measurement = _Measurement(worker, workload, options, listeners, self.rate_control)
+        controls = (self.rate_control, consumer_changes_for(workload))
+        self.measurement = _Measurement(
+            worker, workload, options, listeners, [c for c in controls if c is not None]
+        )
         self.in_warmup = True
         self.clock = _PhaseClock(self.outcome.phase_seconds)
         self.producing = workload.producers_per_topic > 0
@@ -366,8 +374,8 @@ class _Lifecycle:
         outcome.totals = worker.totals
         outcome.placement = worker.placement()
         outcome.worker_intervals = worker.worker_intervals
-        if self.rate_control is not None:
-            outcome.extensions |= self.rate_control.report()
+        for control in self.measurement.controls:
+            outcome.extensions |= control.report()
         outcome.ended_ms = _now_ms()
         if self.measurement.outages is not None:
             outcome.extensions["outages"] = self.measurement.outages.report(outcome.ended_ms)

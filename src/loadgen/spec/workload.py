@@ -8,7 +8,8 @@ durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional; ``p
 may be written ``10k`` and ``messageSize`` ``4KiB`` (:mod:`.units`; results hold the numbers).
 One field is loadgen's own: ``producerRateProfile`` (steps and ramps of the rate,
 :mod:`.rate_profile`); so are ``messageSizes`` / ``messageSizeRange`` (:mod:`.message_sizes`)
-and ``consumerDelay`` (:mod:`.consumer_delay`) and ``backlogDrainTimeout``.
+and ``consumerDelay`` (:mod:`.consumer_delay`), ``consumerChanges`` (:mod:`.consumer_changes`) and
+``backlogDrainTimeout``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pydantic import (
 )
 
 from loadgen.base.errors import ConfigError
+from loadgen.spec.consumer_changes import ConsumerChange, check_changes, check_within
 from loadgen.spec.consumer_delay import ConsumerDelay
 from loadgen.spec.durations import parse_wait
 from loadgen.spec.loader import load_yaml
@@ -140,6 +142,9 @@ class Workload(BaseModel):
         default=None, alias="producerRateProfile"
     )
     """loadgen's extension: steps and ramps for the measured phase (:mod:`.rate_profile`)."""
+    consumer_changes: tuple[ConsumerChange, ...] = Field(default=(), alias="consumerChanges")
+    """loadgen's extension: consumers joining or leaving every subscription during the measured
+    phase (:mod:`.consumer_changes`)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -261,6 +266,8 @@ class Workload(BaseModel):
                 value=self.consumer_backlog_size_gb,
                 allowed="0 when producersPerTopic is 0",
             )
+        if self.consumer_changes:
+            self._check_consumer_changes()
         if self.topics * self.partitions_per_topic > MAX_TOTAL_PARTITIONS:
             raise ConfigError(
                 f"topics × partitionsPerTopic is above {MAX_TOTAL_PARTITIONS:,}",
@@ -269,6 +276,19 @@ class Workload(BaseModel):
                 allowed=f"topics × partitionsPerTopic <= {MAX_TOTAL_PARTITIONS:,}",
             )
         return self
+
+    def _check_consumer_changes(self) -> None:
+        if self.total_consumers == 0 or self.is_catch_up:
+            raise ConfigError(
+                "consumers join and leave the subscriptions of a tailing run: it needs "
+                "consumers, and no consumerBacklogSizeGB",
+                path="consumerChanges",
+                value=f"{len(self.consumer_changes)} change(s)",
+                allowed="subscriptionsPerTopic and consumerPerSubscription >= 1, "
+                "consumerBacklogSizeGB 0",
+            )
+        check_changes(self.consumer_changes, self.consumer_per_subscription)
+        check_within(self.consumer_changes, self.test_duration_s)
 
     @property
     def total_producers(self) -> int:

@@ -43,18 +43,22 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class RateControl(Protocol):
-    start_rate: float
-    """The rate the load starts at."""
+class PhaseControl(Protocol):
+    """What changes a running load: told of each phase, polled on every short wait."""
 
     def begin(self, phase: str, now: float, seconds: float) -> None:
         """A phase (``warmup``, ``measure``) of ``seconds`` starts at monotonic ``now``."""
 
     def poll(self, worker: Worker, now: float) -> None:
-        """Adjust the worker's rate if it is time to."""
+        """Change the load if it is time to."""
 
     def report(self) -> dict[str, Any]:
         """The result fields this control adds (one key)."""
+
+
+class RateControl(PhaseControl, Protocol):
+    start_rate: float
+    """The rate the load starts at."""
 
 
 class _History:

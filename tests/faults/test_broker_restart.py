@@ -1,7 +1,9 @@
 """A broker restarted in the middle of a run: the run goes on, says when and how long the broker
 was gone, and its accounting says what the broker lost.
 
-Each test owns its broker (restarting the suite's shared one would disturb other tests) and runs
+Each test owns its broker (restarting the suite's shared one would disturb other tests), of
+the kind and variant the plugin's fixtures start (Kafka: tansu, or Apache Kafka with
+``--loadgen-upstream``; a kind left out by ``--loadgen-broker`` is skipped), and runs
 ``loadgen run`` as a user would, restarting the broker once the measurement is 4 s in.
 """
 
@@ -18,16 +20,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.base.errors import LoadgenError, MissingExtra
-from loadgen.pytest_plugin.require import unavailable
-from loadgen_drivers.kafka.local.tansu import SESSION_OUTLASTING_AN_OUTAGE, start_tansu
+from loadgen.local_brokers import launcher
+from loadgen.pytest_plugin.fixtures import start_local_broker
+from loadgen_drivers.kafka.local.tansu import SESSION_OUTLASTING_AN_OUTAGE
 from loadgen_drivers.pulsar.local.lite import start_pulsar_lite
-from loadgen_drivers.rabbitmq.local.server import (
-    INSTALL_HINT,
-    rabbitmq_installed,
-    rabbitmqctl,
-    start_rabbitmq,
-)
+from loadgen_drivers.rabbitmq.local.server import rabbitmqctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 
@@ -47,15 +44,6 @@ WORKLOAD = {
 }
 
 
-def own(starter, *args, **kwargs):
-    try:
-        return starter(*args, **kwargs)
-    except MissingExtra as missing:
-        unavailable(str(missing))
-    except LoadgenError as error:
-        unavailable(f"the local broker did not start: {error}")
-
-
 def run_through_restart(tmp_path, driver, restart, duration_s=16.0):
     """``loadgen run`` for ``duration_s``; ``restart()`` is called 4 s into the measurement and
     returns, once the broker is back, the epoch window in which it stopped serving (earliest,
@@ -69,13 +57,17 @@ def run_through_restart(tmp_path, driver, restart, duration_s=16.0):
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(child.stdout), daemon=True)
     reader.start()
-    deadline = time.monotonic() + 60
-    while sum("[measure]" in line for line in list(lines)) < 4:
-        assert child.poll() is None and time.monotonic() < deadline, "".join(lines)
-        time.sleep(0.05)
-    down = restart()
-    up_at = time.time()
-    child.wait(90)
+    try:
+        deadline = time.monotonic() + 60
+        while sum("[measure]" in line for line in list(lines)) < 4:
+            assert child.poll() is None and time.monotonic() < deadline, "".join(lines)
+            time.sleep(0.05)
+        down = restart()
+        up_at = time.time()
+        child.wait(duration_s + 90)
+    finally:
+        child.kill()  # a no-op once it exited; never left running by a failed step
+        child.wait(10)
     reader.join(5)
     output = "".join(lines)
     assert child.returncode == 0, output
@@ -107,11 +99,11 @@ def check_outage_reported(result, output, down, up_at, *, queued=True):
     assert all(rate > RATE * 0.8 for rate in result["consumeRate"][-4:-1]), result["consumeRate"]
 
 
-def restarted_run(tmp_path, name, broker, restarted, restart):
+def restarted_run(tmp_path, name, broker, restarted, restart, duration_s=16.0):
     """The run through ``restart``, its outage checked; every broker started is stopped after."""
     driver = {"name": name, "driver": name.lower(), **broker.driver_config}
     try:
-        result, output, down, up_at = run_through_restart(tmp_path, driver, restart)
+        result, output, down, up_at = run_through_restart(tmp_path, driver, restart, duration_s)
     finally:
         for started in [broker, *restarted]:
             started.stop()
@@ -119,36 +111,58 @@ def restarted_run(tmp_path, name, broker, restarted, restart):
     return result, output
 
 
-def test_tansu_restart_loses_what_it_held_and_the_accounting_says_how_much(tmp_path):
-    broker = own(start_tansu)
-    broker.driver_config["consumerConfig"] += SESSION_OUTLASTING_AN_OUTAGE
+CRASHED_SESSION_S = 9.0
+"""Apache Kafka's ``broker.session.timeout.ms``: a node started again after a crash is refused
+(DUPLICATE_BROKER_REGISTRATION) until the session of the one that crashed has expired."""
+
+
+def test_kafka_restart_loses_what_the_broker_did_not_keep_and_the_accounting_says_how_much(
+    tmp_path, request
+):
+    folder = tmp_path / "broker"
+    starting = time.monotonic()
+    broker = start_local_broker(request.config, "kafka", folder=folder)
+    start_s = time.monotonic() - starting  # a control: this host's start of this broker
+    upstream = bool(broker.server)  # Apache Kafka (--loadgen-upstream), else tansu
     port = int(broker.address.rsplit(":", 1)[1])
+    duration_s = 16.0
+    if upstream:  # the run must outlast the restart: the old session, then a start
+        duration_s += CRASHED_SESSION_S + 3 * start_s
+    else:
+        broker.driver_config["consumerConfig"] += SESSION_OUTLASTING_AN_OUTAGE
     restarted = []
 
-    def restart():  # a crash: tansu is killed
+    def restart():  # a crash: the broker is killed, then started on the same port and folder
         os.kill(broker.pid, signal.SIGKILL)
         down_at = time.time()
         time.sleep(DOWN_S)
-        restarted.append(start_tansu(port=port))
+        kept = {"keep_data": True} if upstream else {}  # Apache Kafka's log dir, as it was
+        restarted.append(launcher.start("kafka", port, folder, upstream=upstream, **kept))
         return down_at, down_at
 
-    result, output = restarted_run(tmp_path, "Kafka", broker, restarted, restart)
+    result, output = restarted_run(tmp_path, "Kafka", broker, restarted, restart, duration_s)
     sent, received = result["totalMessagesSent"], result["totalMessagesReceived"]
     lost, duplicates = result["totalLost"], result["totalDuplicates"]
     unread = result["totalUnread"] or 0  # still on the broker when the drain ended: not lost
-    # tansu keeps messages in memory only: what it had acknowledged but not yet delivered when
-    # it was killed is gone (a few milliseconds' worth at this rate: often none, never more
-    # than a second's), and the accounting must add up to what was received
-    assert 0 <= lost <= RATE
+    if upstream:  # Apache Kafka: what it acknowledged (acks=all) is in its log, kept: none lost
+        assert lost == 0, result["deliveryAccounting"]
+    else:
+        # tansu keeps messages in memory only: what it had acknowledged but not yet delivered
+        # when it was killed is gone (a few milliseconds' worth at this rate: often none,
+        # never more than a second's)
+        assert 0 <= lost <= RATE
+    # the accounting must add up to what was received
     assert received == sent - lost - unread + duplicates
-    assert ("lost" in output) == (lost > 0)  # the console's delivery warning
-    # the consumer found the recreated topic again
+    # the console's delivery warning names what was lost or came twice, if any
+    assert (f"{lost:,} lost" in output) == (lost > 0), output[-2000:]
+    assert (f"{duplicates:,} duplicated" in output) == (duplicates > 0), output[-2000:]
+    # the consumer found the topic again (recreated by tansu, kept by Apache Kafka)
     assert all(outage["recovered"] for outage in result["outages"]), result["outages"]
 
 
-def test_pulsar_lite_restart_loses_nothing_it_acknowledged(tmp_path):
+def test_pulsar_lite_restart_loses_nothing_it_acknowledged(tmp_path, request):
     data = Path(tempfile.mkdtemp(prefix="loadgen-restart-"))
-    broker = own(start_pulsar_lite, data_dir=data, default_partitions=2)
+    broker = start_local_broker(request.config, "pulsar", folder=data, default_partitions=2)
     port = int(broker.address.rsplit(":", 1)[1])
     restarted = []
 
@@ -171,10 +185,8 @@ def test_pulsar_lite_restart_loses_nothing_it_acknowledged(tmp_path):
     )
 
 
-def test_rabbitmq_restart_with_quorum_queues_and_confirms_loses_nothing(tmp_path):
-    if not rabbitmq_installed():
-        unavailable(f"rabbitmq-server is not installed ({INSTALL_HINT})")
-    broker = own(start_rabbitmq)
+def test_rabbitmq_restart_with_quorum_queues_and_confirms_loses_nothing(tmp_path, request):
+    broker = start_local_broker(request.config, "rabbitmq")
     # The restart takes two rabbitmqctl calls, each booting an Erlang VM: ~1 s each on an idle
     # machine, 10-25 s each beside two CPU hogs (measured), when a fixed 16-s run ended before
     # the broker was back. The run must outlast the restart: a control call, timed now, sizes it.

@@ -1,9 +1,10 @@
 """Brokers that are not there, or stall: clear errors, bounded waits, and Ctrl-C/SIGTERM honoured
 within 5 s in every phase of a run, with what was measured kept.
 
-A stall is a :class:`~harness.proxy.TcpProxy` in front of tansu that stops moving bytes
-while every connection stays open (tansu advertises the proxy's address, so the clients' every
-connection goes through it).
+A stall is a :class:`~harness.proxy.TcpProxy` in front of the plugin's Kafka broker (tansu, or
+Apache Kafka with ``--loadgen-upstream``) that stops moving bytes while every connection stays
+open (the broker advertises the proxy's address, so the clients' every connection goes
+through it).
 """
 
 import json
@@ -19,15 +20,10 @@ import yaml
 
 from harness.proxy import TcpProxy
 from harness.timing import run_watched
-from loadgen.base.errors import LoadgenError, MissingExtra
 from loadgen.driver_api.local.process import free_port
-from loadgen.pytest_plugin.require import unavailable
+from loadgen.pytest_plugin.fixtures import start_local_broker
 from loadgen.running.lifecycle import SILENT_BROKER_TEARDOWN_S
-from loadgen_drivers.kafka.local.tansu import (
-    SESSION_OUTLASTING_AN_OUTAGE,
-    start_tansu,
-    tansu_driver_config,
-)
+from loadgen_drivers.kafka.local.tansu import SESSION_OUTLASTING_AN_OUTAGE
 
 pytestmark = pytest.mark.integration
 
@@ -121,23 +117,21 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def kafka_behind_proxy():
-    """tansu behind a proxy (it advertises the proxy's address): (proxy, driver file contents)."""
+def kafka_behind_proxy(request):
+    """The plugin's Kafka broker, its own for the module, behind a proxy (it advertises the
+    proxy's address): (proxy, driver file contents)."""
     port = free_port()
-    proxy = TcpProxy(port)
-    try:
-        broker = start_tansu(port=port, advertised_port=proxy.port)
-    except MissingExtra as missing:
-        proxy.close()
-        unavailable(str(missing))
-    except LoadgenError as error:
-        proxy.close()
-        unavailable(f"tansu did not start: {error}")
-    config = tansu_driver_config(proxy.address)
-    config["consumerConfig"] += SESSION_OUTLASTING_AN_OUTAGE
-    yield proxy, {"name": "Kafka", "driver": "kafka", **config}
-    proxy.close()
-    broker.stop()
+    with TcpProxy(port) as proxy:
+        options = {"port": port, "advertised_port": proxy.port}
+        broker = start_local_broker(request.config, "kafka", **options)
+        try:
+            config = {**broker.driver_config, "commonConfig": f"bootstrap.servers={proxy.address}"}
+            # tansu's 2-s group session would lapse in a stall; Apache Kafka's 45-s one outlasts it
+            if not broker.server:
+                config["consumerConfig"] += SESSION_OUTLASTING_AN_OUTAGE
+            yield proxy, {"name": "Kafka", "driver": "kafka", **config}
+        finally:
+            broker.stop()
 
 
 @pytest.fixture(scope="module")

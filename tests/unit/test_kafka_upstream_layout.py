@@ -55,6 +55,34 @@ def test_three_controllers_from_three_nodes_on_and_internal_topics_replicated(
     assert all(node["log.dirs"] == f"/data/{i}/data" for i, node in enumerate(written))
 
 
+def test_a_node_told_to_advertise_a_proxys_port_listens_on_its_own_and_reads_back_the_same(
+    tmp_path,
+):
+    nodes = [Node(1, "127.0.0.1", 9000, 9100, tmp_path, advertised_port=9555)]
+    written = cluster.server_properties(nodes[0], nodes, None)
+    assert settings(written)["listeners"] == "CLIENT://127.0.0.1:9000,CONTROLLER://127.0.0.1:9100"
+    assert settings(written)["advertised.listeners"] == "CLIENT://127.0.0.1:9555"
+    (tmp_path / "server.properties").write_text(written)
+    assert cluster.written_node(tmp_path) == nodes[0]
+    broker_only = layout(5, tmp_path)[4]
+    (tmp_path / "server.properties").write_text(
+        cluster.server_properties(broker_only, layout(5, tmp_path), None)
+    )
+    assert cluster.written_node(tmp_path) == Node(5, "127.0.0.1", 9004, None, tmp_path)
+
+
+def test_a_restart_that_finds_no_nodes_is_a_setup_error_naming_the_folder(tmp_path, monkeypatch):
+    from loadgen_drivers.kafka.local import upstream
+
+    monkeypatch.setattr(upstream, "java_binary", lambda kind: Path("/no/java"))
+    found = distribution.KafkaDistribution("4.4.0", (tmp_path / "x.jar",), "test")
+    monkeypatch.setattr(upstream, "kafka_distribution", lambda: found)
+    with pytest.raises(
+        LocalBrokerSetupError, match=f"no Apache Kafka nodes to restart in {tmp_path}"
+    ):
+        upstream.start_upstream_kafka(None, tmp_path, keep_data=True)
+
+
 def test_a_secured_listener_takes_plain_users_from_its_jaas_line_and_scram_from_metadata():
     secured = Secured(
         Path("/k/store.pem"), Path("/k/ca.pem"), {"broker": "b-secret", "loadgen": 'p"w'}

@@ -31,10 +31,17 @@ class Node:
     controller_port: int | None
     """The controller listener; None for a broker-only node."""
     folder: Path
+    advertised_port: int | None = None
+    """The port clients are told to connect to (a proxy in front of the node); its own if
+    None."""
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def advertised_address(self) -> str:
+        return f"{self.host}:{self.advertised_port or self.port}"
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,7 @@ def server_properties(node: Node, nodes: list[Node], secured: Secured | None) ->
         "node.id": node.node_id,
         "controller.quorum.voters": voters(nodes),
         "listeners": ",".join(listeners),
-        "advertised.listeners": f"{CLIENT_LISTENER}://{node.address}",
+        "advertised.listeners": f"{CLIENT_LISTENER}://{node.advertised_address}",
         "listener.security.protocol.map": (
             f"{CLIENT_LISTENER}:{protocol},{CONTROLLER_LISTENER}:PLAINTEXT"
         ),
@@ -97,6 +104,24 @@ def server_properties(node: Node, nodes: list[Node], secured: Secured | None) ->
         **(_sasl_ssl(secured) if secured else {}),
     }
     return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+def written_node(folder: Path) -> Node:
+    """The node whose configuration :func:`server_properties` wrote in ``folder``."""
+    text = (folder / "server.properties").read_text()
+    settings = dict(line.partition("=")[::2] for line in text.splitlines())
+    listeners = dict(listener.split("://", 1) for listener in settings["listeners"].split(","))
+    host, _, port = listeners[CLIENT_LISTENER].rpartition(":")
+    controller = listeners.get(CONTROLLER_LISTENER)
+    advertised = int(settings["advertised.listeners"].rpartition(":")[2])
+    return Node(
+        node_id=int(settings["node.id"]),
+        host=host,
+        port=int(port),
+        controller_port=int(controller.rpartition(":")[2]) if controller else None,
+        folder=folder,
+        advertised_port=advertised if advertised != int(port) else None,
+    )
 
 
 def _sasl_ssl(secured: Secured) -> dict[str, object]:

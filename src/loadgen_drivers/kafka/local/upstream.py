@@ -16,10 +16,13 @@ import secrets
 import shutil
 import subprocess
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from loadgen.base.errors import ConfigError, LocalBrokerError
+import yaml
+
+from loadgen.base.errors import ConfigError, LocalBrokerError, LocalBrokerSetupError
 from loadgen.driver_api.local.certs import write_private
 from loadgen.driver_api.local.java import java_binary
 from loadgen.driver_api.local.process import (
@@ -71,12 +74,19 @@ def start_upstream_kafka(
     nodes: int = 1,
     secure: bool = False,
     host: str = "127.0.0.1",
+    advertised_port: int | None = None,
+    keep_data: bool = False,
 ) -> LocalBroker:
     """Start ``nodes`` Apache Kafka nodes, the first on ``host``:``port`` (a free one by default,
     the others on free ports), and return once every node is in the cluster's metadata.
 
     ``detach`` starts each in its own session so it outlives this process (``loadgen brokers
-    up``). A failure stops whatever started and names the node and its log.
+    up``). ``advertised_port``: the port clients are told to connect to for the first node (a
+    proxy in front of it, :mod:`harness.proxy`); its own by default. The nodes are formatted
+    anew, earlier data in a ``log_dir`` given removed, unless ``keep_data``: a restart of the
+    broker that stopped on this port and ``log_dir``, each node on the configuration and data
+    it left (its ``nodes``, ``secure`` and ``advertised_port`` too). A failure stops whatever
+    started and names the node and its log.
     """
     if not 1 <= nodes <= MAX_NODES:
         raise ConfigError(
@@ -84,35 +94,84 @@ def start_upstream_kafka(
         )
     java = java_binary("kafka")
     distribution = kafka_distribution()
+    if keep_data:
+        return _restart(java, distribution, port, log_dir, detach, host)
     chosen, folder, temporary = claim("kafka", port, log_dir, host=host)
     with stopped_on_failure(temporary) as undo:
-        layout = _layout(nodes, chosen, folder, host)
+        layout = _layout(nodes, chosen, folder, host, advertised_port)
         password = secrets.token_urlsafe(24) if secure else None
         secured = _secured(folder, password) if password else None
         for node in layout:
             _write_node_files(node, layout, secured, distribution)
         _format(java, distribution, layout, password)
-        processes: list[subprocess.Popen] = []
-        undo.callback(lambda: stop_processes([p.pid for p in processes], STOP_TIMEOUT_S))
-        for node in layout:
-            processes.append(_start_node(java, node, detach))
         config = _driver_config(layout, secured, password)
         driver_file = write_private(
             folder / f"{DRIVER_NAME}.yaml", driver_yaml(DRIVER_NAME, config)
         )
-        broker = LocalBroker(
-            kind="kafka",
-            address=layout[0].address,
-            pid=processes[0].pid,
-            log_path=str(_log(layout[0])),
-            driver_config=config,
-            temporary_dir=temporary,
-            node_pids=[process.pid for process in processes[1:]],
-            driver_file=str(driver_file),
-            server=f"Apache Kafka {distribution.version}",
-            node_addresses=[node.address for node in layout],
+        return _serve(java, distribution, layout, config, driver_file, temporary, detach, undo)
+
+
+def _restart(
+    java: Path,
+    distribution: KafkaDistribution,
+    port: int | None,
+    log_dir: Path | None,
+    detach: bool,
+    host: str,
+) -> LocalBroker:
+    """The nodes a stopped broker left in ``log_dir`` started again, on their ports, with the
+    configuration, data and driver file they had."""
+    folders = log_dir.glob("node-*") if log_dir else []
+    layout = sorted(map(cluster.written_node, folders), key=lambda node: node.node_id)
+    driver_file = log_dir / f"{DRIVER_NAME}.yaml" if log_dir else None
+    if not layout or not driver_file or not driver_file.exists():
+        raise LocalBrokerSetupError("kafka", f"no Apache Kafka nodes to restart in {log_dir}")
+    asked = f"{host}:{port or layout[0].port}"
+    if asked != layout[0].address:
+        raise LocalBrokerSetupError(
+            "kafka", f"the nodes in {log_dir} serve {layout[0].address}, not {asked}"
         )
-        _await_cluster(layout, processes, config)
+    for node in layout:
+        claim("kafka", node.port, node.folder, host=node.host)  # a taken port: refused here
+    document = yaml.safe_load(driver_file.read_text())
+    config = {  # as written, without the line end a YAML literal block adds
+        key: value.removesuffix("\n") if isinstance(value, str) else value
+        for key, value in document.items()
+        if key not in ("name", "driver")
+    }
+    with stopped_on_failure(None) as undo:
+        return _serve(java, distribution, layout, config, driver_file, None, detach, undo)
+
+
+def _serve(
+    java: Path,
+    distribution: KafkaDistribution,
+    layout: list[Node],
+    config: dict[str, Any],
+    driver_file: Path,
+    temporary: str | None,
+    detach: bool,
+    undo: ExitStack,
+) -> LocalBroker:
+    """Each node's JVM started (stopped by ``undo`` if the start fails), once every node is in
+    the cluster's metadata."""
+    processes: list[subprocess.Popen] = []
+    undo.callback(lambda: stop_processes([p.pid for p in processes], STOP_TIMEOUT_S))
+    for node in layout:
+        processes.append(_start_node(java, node, detach))
+    broker = LocalBroker(
+        kind="kafka",
+        address=layout[0].address,
+        pid=processes[0].pid,
+        log_path=str(_log(layout[0])),
+        driver_config=config,
+        temporary_dir=temporary,
+        node_pids=[process.pid for process in processes[1:]],
+        driver_file=str(driver_file),
+        server=f"Apache Kafka {distribution.version}",
+        node_addresses=[node.address for node in layout],
+    )
+    _await_cluster(layout, processes, config)
     return broker
 
 
@@ -123,9 +182,11 @@ def start_secured_upstream_kafka(
     return start_upstream_kafka(port, log_dir, secure=True, **options)
 
 
-def _layout(count: int, first_port: int, folder: Path, host: str) -> list[Node]:
-    """The nodes, the first on ``first_port`` (:func:`claim` checked it is free), the others
-    and the controller listeners on free ports."""
+def _layout(
+    count: int, first_port: int, folder: Path, host: str, advertised_port: int | None = None
+) -> list[Node]:
+    """The nodes, the first on ``first_port`` (:func:`claim` checked it is free) and told to
+    clients as ``advertised_port``, the others and the controller listeners on free ports."""
     ports = [first_port, *(free_port(host) for _ in range(count - 1))]
     controllers = cluster.controllers(count)
     return [
@@ -135,6 +196,7 @@ def _layout(count: int, first_port: int, folder: Path, host: str) -> list[Node]:
             port=port,
             controller_port=free_port(host) if index < controllers else None,
             folder=folder / f"node-{index + 1}",
+            advertised_port=advertised_port if index == 0 else None,
         )
         for index, port in enumerate(ports)
     ]

@@ -1,6 +1,7 @@
 """loadgen beside Apache Kafka's own perf tools, on the same Apache Kafka broker in one run.
 
-Three comparisons, each side on a fresh 16-partition topic, alternating which goes first:
+Four comparisons, each side on a fresh 16-partition topic (the backlog's sides share one),
+alternating which goes first:
 
 - max rate, producing only: ``kafka-producer-perf-test`` (``ProducerPerformance --throughput
   -1``, ``--max-records``) against ``loadgen run`` with no subscription and an unreachable rate
@@ -10,15 +11,26 @@ Three comparisons, each side on a fresh 16-partition topic, alternating which go
   ``loadgen run`` at that rate (p50/p99/p99.9 of the acknowledgement);
 - end-to-end latency one message at a time: ``EndToEndLatency`` (send, wait for it to be
   read, send the next; it reports whole milliseconds, so its average says more than its
-  percentiles) against ``loadgen run`` with ``producerMaxInFlight: 1``.
+  percentiles) against ``loadgen run`` with ``producerMaxInFlight: 1``;
+- max rate, consuming a backlog: one topic filled once by ``loadgen run`` producing only
+  (``--backlog`` messages at ``--fill-rate``), then read whole by each side with a group of its
+  own: ``kafka-consumer-perf-test`` (``ConsumerPerformance --num-records N``) against a
+  consumer-only ``loadgen run`` (``producersPerTopic: 0``, ``--existing-topics``) of
+  ``--consume-seconds`` that must read all N before its last interval.
 
 msg/s is the mean of loadgen's per-interval publish rates, and ProducerPerformance's own
 figure; CPU per message divides by every message the side sent (JVM start-up included).
+Reading the backlog, msg/s is ConsumerPerformance's ``nMsg.sec`` (from its subscribe, the group
+join included; ``fetch.nMsg.sec``, without the join, is kept as ``fetch msg/s``) and the mean of
+loadgen's 1-s consume rates up to its last, partial interval (the first holds the join); CPU
+per message divides by all N, and the start-up is also taken out: the JVM's as the CPU of a
+``ConsumerPerformance --version`` run just before, loadgen's as its tree's CPU outside the
+measured phase (its result's ``clientCpu``).
 
 Both sides use ``acks=all``, ``linger.ms=1``, ``batch.size=131072`` and 1 KiB records. The
 broker is ``loadgen brokers up kafka --upstream``'s one node, started here.
 
-    python bench/kafka_vs_perf_tools.py --rounds 3 --seconds 15 --rate 10000
+    python bench/kafka_vs_perf_tools.py --rounds 3 --seconds 15 --rate 10000 --backlog 3000000
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ import uuid
 from pathlib import Path
 
 import yaml
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from loadgen.driver_api.local.java import java_binary
@@ -52,6 +65,13 @@ TOOL_SUMMARY = re.compile(
 E2E_AVERAGE = re.compile(r"Avg latency: (?P<avg>[\d.]+) ms")
 E2E_PERCENTILES = re.compile(
     r"Percentiles: 50th = (?P<p50>[\d.]+), 99th = (?P<p99>[\d.]+), 99\.9th = (?P<p999>[\d.]+)"
+)
+CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
+CONSUMER_SUMMARY = re.compile(  # start.time, end.time, MB, MB.sec, nMsg, nMsg.sec, rebalance ms,
+    # fetch ms, fetch.MB.sec, fetch.nMsg.sec: the line under its header
+    r"^[^,\n]+, [^,\n]+, [\d.]+, [\d.]+, (?P<read>\d+), (?P<rate>[\d.]+), (?P<join>\d+), "
+    r"-?\d+, [^,\n]+, (?P<fetch_rate>[\d.]+)$",
+    re.MULTILINE,
 )
 
 
@@ -90,6 +110,28 @@ class Bench:
             future.result(30)
         return name
 
+    def held(self, topic: str) -> int:
+        """How many messages ``topic`` holds: its partitions' high less low watermarks."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "perf-watermarks"})
+        try:
+            marks = [
+                consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+                for partition in range(PARTITIONS)
+            ]
+        finally:
+            consumer.close()
+        return sum(high - low for low, high in marks)
+
+    def fill(self, records: int, rate: int) -> tuple[str, int]:
+        """A topic filled by ``loadgen run`` producing ``records`` messages at ``rate``: its name
+        and how many it holds (loadgen's stamp in each, so loadgen's consumer does its whole
+        per-message work on them)."""
+        topic = self.topic()
+        self.run_loadgen(
+            records / rate, ("--existing-topics", topic), subscriptionsPerTopic=0, producerRate=rate
+        )
+        return topic, self.held(topic)
+
     def tool(self, main: str, *arguments: str, timeout_s: float = 300) -> tuple[str, float, float]:
         return measured([self.java, "-Xmx512m", "-cp", self.classpath, main, *arguments], timeout_s)
 
@@ -121,7 +163,52 @@ class Bench:
         return {"e2e avg": float(average["avg"]), "e2e p50": float(found["p50"]),
                 "e2e p99": float(found["p99"]), "e2e p99.9": float(found["p999"])}  # fmt: skip
 
-    def loadgen(self, seconds: float, **workload: object) -> dict[str, float]:
+    def consumer_perf(self, topic: str, records: int) -> dict[str, float]:
+        _, _, start_cpu = self.tool(CONSUMER_PERFORMANCE, "--version", timeout_s=60)
+        output, wall, cpu = self.tool(
+            CONSUMER_PERFORMANCE, "--bootstrap-server", self.bootstrap, "--topic", topic,
+            "--num-records", str(records), "--group", f"perf-{uuid.uuid4().hex[:8]}",
+            "--timeout", "30000",
+        )  # fmt: skip
+        summary = CONSUMER_SUMMARY.search(output)
+        if summary is None or int(summary["read"]) < records:
+            raise SystemExit(f"ConsumerPerformance did not read {records}: {output[-1000:]}")
+        read = int(summary["read"])
+        return {
+            "msg/s": float(summary["rate"]), "fetch msg/s": float(summary["fetch_rate"]),
+            "join ms": float(summary["join"]), "cpu us/msg": cpu / read * 1e6,
+            "start cpu s": start_cpu, "cpu us/msg less start": (cpu - start_cpu) / read * 1e6,
+            "wall s": wall,
+        }  # fmt: skip
+
+    def loadgen_backlog(self, topic: str, records: int, seconds: float) -> dict[str, float]:
+        result, wall, cpu = self.run_loadgen(
+            seconds, ("--existing-topics", topic), interval="1s", producersPerTopic=0
+        )
+        read, rates = result["totalMessagesReceived"], result["consumeRate"]
+        last = max((i for i, rate in enumerate(rates) if rate > 0), default=0)
+        if read < records or not 0 < last < len(rates) - 1:
+            raise SystemExit(
+                f"loadgen read {read} of {records} in {last + 1} of {len(rates)} 1-s intervals: "
+                "it must read them all, in more than one interval and before the last "
+                "(--backlog, --consume-seconds)"
+            )
+        in_run = result["clientCpu"]["cpuSeconds"]
+        return {
+            "msg/s": statistics.mean(rates[:last]), "cpu us/msg": cpu / read * 1e6,
+            "start cpu s": cpu - in_run, "cpu us/msg less start": in_run / read * 1e6,
+            "wall s": wall,
+        }  # fmt: skip
+
+    def run_loadgen(
+        self,
+        seconds: float,
+        options: tuple[str, ...] = (),
+        interval: str = "5s",
+        **workload: object,
+    ) -> tuple[dict, float, float]:
+        """``loadgen run`` of the bench's workload with ``workload``'s fields changed, ``options``
+        added to its command line: its result, wall seconds and CPU seconds (its whole tree)."""
         fields = {
             "name": "perf", "topics": 1, "partitionsPerTopic": PARTITIONS, "messageSize": SIZE,
             "producersPerTopic": 1, "subscriptionsPerTopic": 1, "consumerPerSubscription": 1,
@@ -132,11 +219,14 @@ class Bench:
         out = self.folder / uuid.uuid4().hex[:8]
         _, wall, cpu = measured(
             [sys.executable, "-m", "loadgen", "run", "-d", str(self.driver), str(path),
-             "--warmup", "0", "--duration", f"{seconds}s", "--stats-interval", "5s",
-             "-o", str(out), "--no-report"], timeout_s=seconds + 180,
+             "--warmup", "0", "--duration", f"{seconds}s", "--stats-interval", interval,
+             "-o", str(out), "--no-report", *options], timeout_s=seconds + 180,
         )  # fmt: skip
         [result_path] = out.glob("*.json")
-        result = json.loads(result_path.read_text())
+        return json.loads(result_path.read_text()), wall, cpu
+
+    def loadgen(self, seconds: float, **workload: object) -> dict[str, float]:
+        result, wall, cpu = self.run_loadgen(seconds, **workload)
         sent = result["totalMessagesSent"]
         return {
             "msg/s": statistics.mean(result["publishRate"]), "cpu us/msg": cpu / sent * 1e6,
@@ -160,13 +250,28 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--rate", type=int, default=10_000)
     parser.add_argument("--sync-messages", type=int, default=5_000)
-    parser.add_argument("--max-records", type=int, default=1_500_000,
-                        help="ProducerPerformance's records at max rate")  # fmt: skip
+    parser.add_argument(
+        "--max-records",
+        type=int,
+        default=1_500_000,
+        help="ProducerPerformance's records at max rate",
+    )
+    parser.add_argument(
+        "--backlog", type=int, default=3_000_000, help="messages in the topic both consumers read"
+    )
+    parser.add_argument(
+        "--fill-rate", type=int, default=250_000, help="msg/s of the run that fills it"
+    )
+    parser.add_argument(
+        "--consume-seconds", type=float, default=25, help="loadgen's consumer-only run"
+    )
     args = parser.parse_args()
     broker = launcher.start("kafka", upstream=True)
     try:
         with tempfile.TemporaryDirectory() as folder:
             bench = Bench(broker.address, Path(folder))
+            backlog, records = bench.fill(args.backlog, args.fill_rate)
+            print(f"backlog: {records} messages in {backlog}", flush=True)
             rows: dict[str, list[dict[str, float]]] = {}
             sides = {
                 "max: ProducerPerformance": lambda: bench.producer_perf(args.max_records, -1),
@@ -178,6 +283,9 @@ def main() -> None:
                 "one at a time: EndToEndLatency": lambda: bench.end_to_end(args.sync_messages),
                 "one at a time: loadgen": lambda: bench.loadgen(
                     args.seconds, producerMaxInFlight=1),
+                "backlog: ConsumerPerformance": lambda: bench.consumer_perf(backlog, records),
+                "backlog: loadgen": lambda: bench.loadgen_backlog(
+                    backlog, records, args.consume_seconds),
             }  # fmt: skip
             names = list(sides)
             for round_number in range(args.rounds):

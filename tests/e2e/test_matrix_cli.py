@@ -73,7 +73,9 @@ def test_the_cross_product_runs_once_per_point_and_the_summary_holds_each_result
     assert seen == {(r, k) for r in ("1k", "2k") for k in ("RANDOM_NANO", "NO_KEY")}
     csv_rows = (out / "demo.csv").read_text().splitlines()
     assert len(csv_rows) == 5 and csv_rows[0].startswith("key,producerRate,keyDistributor")
-    assert csv_rows[0].endswith(",status,result,verdict,rateHeld,consumersKeptUp,drainCompleted")
+    assert csv_rows[0].endswith(
+        ",status,result,verdict,rateHeld,consumersKeptUp,drainCompleted,faultsRecovered"
+    )
     page = (out / "demo.html").read_text()
     assert "<svg" in page and "keyDistributor=NO_KEY p99" in page
     assert all(entry["key"] in done.stdout for entry in document["points"])

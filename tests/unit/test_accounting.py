@@ -177,3 +177,24 @@ def test_a_ledger_from_before_transactions_reads_as_nothing_withdrawn():
     del part["withdrawn"]
     result = account([part], drained=True)
     assert (result.aborted_read, result.lost, result.loss_detected) == (0, 0, False)
+
+
+def test_range_set_minus_keeps_what_the_other_lacks():
+    whole = RangeSet.of_ids(ids(*range(0, 10), *range(20, 25)))
+    taken = RangeSet.of_ids(ids(2, 3, 7, 21, 22, 23, 24, 30))
+    left = whole.minus(taken)
+    assert left.to_json() == [0, 2, 4, 7, 8, 10, 20, 21]
+    assert whole.minus(RangeSet()).to_json() == whole.to_json()
+
+
+def test_a_lost_message_is_put_in_the_interval_that_acknowledged_it():
+    ledger = Ledger()
+    ledger.add_producer(0, "t")
+    ledger.add_producer(1, "t")
+    ledger.add_consumer("t", "s")
+    ledger.record([rows([P0, P0 + 1])], acked(P0, P0 + 1, P0 + 2, P1))  # P0 + 2 never read
+    ledger.ack_marks.interval_ended(1000)
+    ledger.record([rows([P0 + 3, P1])], acked(P0 + 3, P0 + 4, P0 + 5, P1 + 1))  # P0+4, +5, P1+1
+    ledger.ack_marks.interval_ended(2000)
+    result = account(json.loads(json.dumps([ledger.to_json()])), drained=True)
+    assert result.lost == 4 and result.lost_at == {1000: 1, 2000: 3}

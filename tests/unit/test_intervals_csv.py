@@ -11,7 +11,7 @@ from loadgen.running.runner import run_one
 from loadgen.spec import Workload
 
 MEMORY = DriverSpec(name="Memory", kind="memory")
-VERDICTS = ("rate_held", "consumers_kept_up", "drain_completed")
+VERDICTS = ("rate_held", "consumers_kept_up", "drain_completed", "faults_recovered")
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +44,9 @@ def test_the_verdict_columns_come_last_and_only_the_summary_row_fills_them(repor
     verdicts = report.result["verdicts"]
     path = write_intervals_csv(tmp_path / "run.csv", report.outcome.intervals, 1, verdicts)
     head, rows = read(path)
-    assert tuple(head) == COLUMNS and tuple(head[-3:]) == VERDICTS
+    assert tuple(head) == COLUMNS and tuple(head[-4:]) == VERDICTS
     assert head[:3] == ["phase", "start_ms", "end_ms"]  # the columns before them keep their place
-    assert head[-4] == "e2e_from_intended_max_ms"
+    assert head[-5] == "e2e_from_intended_max_ms"
     *intervals, summary = rows
     assert summary["phase"] == "summary" and len(intervals) >= 2
     assert all(row[column] == "" for row in intervals for column in VERDICTS)
@@ -54,6 +54,7 @@ def test_the_verdict_columns_come_last_and_only_the_summary_row_fills_them(repor
     assert summary["rate_held"] == {True: "true", False: "false", None: ""}[held]
     assert summary["consumers_kept_up"] == {True: "true", False: "false", None: ""}[kept_up]
     assert summary["drain_completed"] == ""  # not a catch-up run
+    assert summary["faults_recovered"] == ""  # no faults
 
 
 def test_a_failed_verdict_is_false_and_no_verdicts_leave_the_cells_empty(report, tmp_path):
@@ -65,6 +66,6 @@ def test_a_failed_verdict_is_false_and_no_verdicts_leave_the_cells_empty(report,
         "drain": {"completed": False, "reason": "stalled"},
     }
     _, rows = read(write_intervals_csv(tmp_path / "failed.csv", intervals, 1, failed))
-    assert [rows[-1][column] for column in VERDICTS] == ["", "false", "false"]
+    assert [rows[-1][column] for column in VERDICTS] == ["", "false", "false", ""]
     _, rows = read(write_intervals_csv(tmp_path / "none.csv", intervals, 1))
     assert all(row[column] == "" for row in rows for column in VERDICTS)

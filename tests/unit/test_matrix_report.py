@@ -48,20 +48,21 @@ def test_every_row_ends_with_its_verdict_after_the_result():
 
 def test_the_csv_adds_each_verdict_as_true_false_or_empty_at_the_end():
     rows = list(csv.reader(io.StringIO(matrix_report.csv_text(DOCUMENT))))
-    assert rows[0][-6:] == [
+    assert rows[0][-7:] == [
         "status",
         "result",
         "verdict",
         "rateHeld",
         "consumersKeptUp",
         "drainCompleted",
+        "faultsRecovered",
     ]
-    assert [row[-3:] for row in rows[1:]] == [
-        ["true", "true", ""],
-        ["false", "", ""],
-        ["true", "false", "false"],
-        ["", "", ""],
-        ["", "", ""],
+    assert [row[-4:] for row in rows[1:]] == [
+        ["true", "true", "", ""],
+        ["false", "", "", ""],
+        ["true", "false", "false", ""],
+        ["", "", "", ""],
+        ["", "", "", ""],
     ]
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from loadgen.base.cpus import pin
 from loadgen.base.errors import ConfigError, LoadgenError, NoPlaceLeft, RunAborted, exit_code_for
@@ -30,6 +31,7 @@ from loadgen.report.console import (
     delivery_warning,
     format_catch_up,
     format_clock_correction,
+    format_faults,
     format_outages,
     format_transactions,
     format_verdicts,
@@ -43,7 +45,8 @@ from loadgen.running.hooks import RunHooks, describe_hook
 from loadgen.running.request import RunOptions, RunRequest
 from loadgen.running.runner import run_one
 from loadgen.running.slo import format_checks, judge_saved_run
-from loadgen.spec import KeyDistributor, load_workload
+from loadgen.spec import KeyDistributor, Workload, load_workload
+from loadgen.spec.faults import Fault, check_faults_within, faults_from_options
 
 
 @contextlib.contextmanager
@@ -133,6 +136,9 @@ URL_FLAGS = (
         help="URL runs: keyDistributor [NO_KEY].",
     ),
 )
+FAULT_STATS_INTERVAL_S = 1.0
+"""Runs with faults report 1-s intervals unless --stats-interval says otherwise."""
+
 RUN_OPTIONS = (
     *opts.lengths(url_runs=True),
     opts.STATS_INTERVAL,
@@ -242,6 +248,15 @@ def slo_exit(output: Output) -> None:
     is_flag=True,
     help="URL runs: print the workload and driver files (secrets redacted) and run nothing.",
 )
+@click.option(
+    "--fault",
+    "faults",
+    metavar="'at=20s action=kill target=broker:2 for=15s'",
+    multiple=True,
+    help="A fault made during the measured phase (repeatable; the keys of the workload's "
+    "faults: at, action, target, for, command, undo), after the workload's own. With faults, "
+    "--stats-interval is 1s unless given.",
+)
 @opts.LENIENT
 @opts.grouped("placement", opts.placement, *PLACEMENT)
 @opts.grouped("hooks", opts.hooks, *opts.HOOKS)
@@ -253,6 +268,7 @@ def run(
     options: RunOptions,
     given: dict[str, object],
     dry_run: bool,
+    faults: tuple[str, ...],
     lenient: bool,
     placement: Placement,
     hooks: RunHooks,
@@ -283,6 +299,9 @@ def run(
         specs = [load_driver_spec(path, lenient=lenient) for path in drivers]
     else:
         loaded, specs = [(Path(str(from_url[0].name)), from_url[0])], [from_url[1]]
+    added = faults_from_options(faults)
+    loaded = [(path, with_faults(workload, added)) for path, workload in loaded]
+    interval_given = click.get_current_context().get_parameter_source("stats_interval")
     pipeline_dir = options.pipeline_dir
     check_outputs(
         {
@@ -301,7 +320,7 @@ def run(
             RunRequest(
                 workload,
                 spec,
-                options,
+                fault_interval(options, workload, interval_given),
                 workload_path=path,
                 out_dir=output.out_dir,
                 placement=placement,
@@ -315,6 +334,25 @@ def run(
     if worst:
         sys.exit(worst)
     slo_exit(output)
+
+
+def with_faults(workload: Workload, added: tuple[Fault, ...]) -> Workload:
+    """``workload`` with the --fault faults after its own, checked against its duration."""
+    if not added:
+        return workload
+    faults = (*workload.faults, *added)
+    check_faults_within(faults, workload.test_duration_s)
+    return workload.model_copy(update={"faults": faults})
+
+
+def fault_interval(
+    options: RunOptions, workload: Workload, given: ParameterSource | None
+) -> RunOptions:
+    """1-s stats intervals for a run with faults, unless --stats-interval was given: the
+    figures around a fault are as fine as its intervals."""
+    if not workload.faults or given not in (ParameterSource.DEFAULT, None):
+        return options
+    return replace(options, stats_interval_s=FAULT_STATS_INTERVAL_S)
 
 
 def _run_each(requests: list[RunRequest], output: Output) -> int:
@@ -401,6 +439,7 @@ def _notes(result: dict, output: Output) -> None:
         delivery_warning(result),
         unread_note(result),
         format_transactions(result),
+        format_faults(result),
         format_outages(result.get("outages")),
         host_busy_note(result),
     ):

@@ -25,6 +25,7 @@ from loadgen.base.thread_names import name_threads_for_the_os
 from loadgen.distributed.client import CONNECT_TIMEOUT_S, ControlPlane, WorkerClient
 from loadgen.distributed.clock import ClockOffset, PairShift, e2e_skew_bound_ns, pair_shifts
 from loadgen.distributed.split import Assignment, split
+from loadgen.driver_api import open_driver
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine.local_worker import MIN_RATE, Progress, Totals, await_probes
 from loadgen.engine.plan import Subscription
@@ -255,6 +256,17 @@ class Ensemble:
             self._with(lambda a: a.consumers),
             blocking=True,
         )
+
+    def partition_leader(self, partition: int) -> str | None:
+        """Asked of a driver of the coordinator's own, opened for the question (the workers'
+        protocol has none)."""
+        if not self._topics:
+            return None
+        driver = open_driver(self._spec)
+        try:
+            return driver.partition_leader(self._topics[0], partition)
+        finally:
+            driver.close()
 
     def change_consumers(self, *, join: int, leave: int) -> None:
         """Refused: the changes are not split over workers (:func:`.placement.open_worker`

@@ -392,6 +392,12 @@ class BaseDriver(ABC):
         """Delete what this driver created to consume the topics ``names`` (RabbitMQ queues,
         Pravega reader groups), when another worker deletes the topics. Default: nothing."""
 
+    def partition_leader(self, topic: str, partition: int) -> str | None:
+        """The address (``host:port``) of the node leading ``partition`` of ``topic``, for a
+        fault aimed at the ``leader``; ``None`` where the broker has no leaders or does not say.
+        Default: ``None``."""
+        return None
+
     @abstractmethod
     def create_producer(self, topic: str) -> Producer: ...
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from loadgen.driver_api import NO_MESSAGE_ID
+from loadgen.engine.ack_marks import AckMarks, lost_by_interval, merged_marks
 
 SEQ_BITS = 40
 SEQ_MASK = (1 << SEQ_BITS) - 1
@@ -67,6 +68,16 @@ class RangeSet:
         """Which of ``ids`` are in the set (a boolean mask)."""
         after = np.searchsorted(self.ends, ids, side="right")  # the first range ending above
         return np.append(self.starts, np.iinfo(np.int64).max)[after] <= ids
+
+    def minus(self, other: RangeSet) -> RangeSet:
+        """The ids of this set that are not in ``other``."""
+        if not len(self.starts) or not len(other.starts):
+            return self
+        cuts = np.concatenate((self.starts, self.ends, other.starts, other.ends))
+        edges = np.unique(cuts)
+        lows, highs = edges[:-1], edges[1:]
+        inside = self.contains(lows) & ~other.contains(lows)
+        return RangeSet().union(RangeSet(lows[inside], highs[inside]))
 
     def union(self, *others: RangeSet) -> RangeSet:
         sets = [self, *others]
@@ -210,6 +221,7 @@ class Ledger:
         self.acked: dict[str, RangeSet] = {}
         self.withdrawn: dict[str, RangeSet] = {}
         """Per topic, the ids of messages in transactions aborted on purpose."""
+        self.ack_marks = AckMarks()
         self.unidentified = 0
         """Received messages that carried no id: while any did, the run cannot account."""
 
@@ -264,7 +276,11 @@ class Ledger:
 
     def _record_acks(self, acked_runs: np.ndarray) -> None:
         firsts, counts = acked_runs[:, 0], acked_runs[:, 1]
-        self._deal(self.acked, RangeSet().union(RangeSet(firsts, firsts + counts)))
+        ranges = RangeSet().union(RangeSet(firsts, firsts + counts))
+        self._deal(self.acked, ranges)
+        numbers = ranges.starts >> SEQ_BITS
+        for number in set(numbers.tolist()):
+            self.ack_marks.acknowledged(number, int(ranges.ends[numbers == number].max()) - 1)
 
     def record_withdrawn(self, ids: np.ndarray) -> None:
         """Messages their producers took back (any order)."""
@@ -309,6 +325,7 @@ class Ledger:
             ],
             "acked": {topic: ranges.to_json() for topic, ranges in self.acked.items()},
             "withdrawn": {topic: ranges.to_json() for topic, ranges in self.withdrawn.items()},
+            "ackMarks": self.ack_marks.to_json(),
             "unidentified": self.unidentified,
         }
 
@@ -325,6 +342,9 @@ class Accounting:
     unread: int | None = None
     aborted_read: int = 0
     """Messages of transactions aborted on purpose that a subscription read all the same."""
+    lost_at: dict[int, int] = field(default_factory=dict)
+    """Lost messages (summed over subscriptions) by the end, epoch ms, of the stats interval
+    whose end saw them acknowledged (:mod:`loadgen.engine.ack_marks`)."""
 
     @property
     def loss_detected(self) -> bool:
@@ -347,6 +367,8 @@ def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting |
             withdrawn.setdefault(topic, []).append(RangeSet.from_json(flat))
         for entry in part["subscriptions"]:
             received.setdefault((entry["topic"], entry["subscription"]), []).append(entry)
+    marks = merged_marks(part.get("ackMarks", ()) for part in parts)  # absent before faults
+    lost_at: dict[int, int] = {}
     rows = []
     for (topic, subscription), entries in received.items():
         sets = [RangeSet.from_json(entry["received"]) for entry in entries]
@@ -359,6 +381,12 @@ def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting |
             _add_counts(late, {int(p): c[1] for p, c in entry["partitions"].items()})
         sent = RangeSet().union(*acked.get(topic, []))
         missing = len(sent.union(union)) - len(union)
+        if drained and missing:
+            gone = sent.minus(union)
+            numbers = (gone.starts >> SEQ_BITS).tolist()
+            ranges = zip(numbers, gone.starts.tolist(), gone.ends.tolist(), strict=True)
+            for end_ms, count in lost_by_interval(ranges, marks).items():
+                lost_at[end_ms] = lost_at.get(end_ms, 0) + count
         taken_back = RangeSet().union(*withdrawn.get(topic, []))
         aborted_read = len(taken_back) + len(union) - len(taken_back.union(union))
         unread = _unread(entries) if drained else None
@@ -389,6 +417,7 @@ def account(ledgers: Iterable[dict[str, Any]], *, drained: bool) -> Accounting |
         if all(r["unread"] is None for r in rows)
         else sum(r["unread"] or 0 for r in rows),
         aborted_read=sum(r["abortedRead"] for r in rows),
+        lost_at=lost_at,
     )
 
 

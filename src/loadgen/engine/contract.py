@@ -42,6 +42,10 @@ class Worker(Protocol):
     def pause_catch_up(self, paused: bool) -> None:
         """Pause or resume the consumers of the catch-up subscriptions."""
 
+    def partition_leader(self, partition: int) -> str | None:
+        """The address of the node leading ``partition`` of the run's first topic, as the
+        driver says (:meth:`loadgen.driver_api.BaseDriver.partition_leader`)."""
+
     def change_consumers(self, *, join: int, leave: int) -> None:
         """Add ``join`` consumers to every subscription, or close its ``leave`` latest ones."""
 

@@ -198,6 +198,9 @@ class LocalWorker:
                 self._receipts[(topic, subscription)] = receipts
             self._catch_up.append(subscription in catch_up)
 
+    def partition_leader(self, partition: int) -> str | None:
+        return self.driver.partition_leader(self.topics[0], partition) if self.topics else None
+
     def change_consumers(self, *, join: int, leave: int) -> None:
         """Add ``join`` consumers to every subscription of the run, or close the ``leave``
         latest of each (a closed one keeps its place, and its recorder, as a :class:`_Left`).
@@ -363,6 +366,7 @@ class LocalWorker:
         consumed = [recorder.take() for recorder in self._consumer_recorders]
         identities = [pairs(each.identities) for each in consumed]
         counts = self.ledger.record(identities, pairs(produced.acked_runs), self._receipts_taken())
+        self.ledger.ack_marks.interval_ended(end_ms)
         sent, received = produced.acked_count, sum(each.received for each in consumed)
         negative = sum(each.negative for each in consumed)
         catch_up = self._of_catch_up(consumed)

@@ -33,6 +33,7 @@ VERDICT_COLUMNS = {
     "rate_held": "rateHeld",
     "consumers_kept_up": "consumersKeptUp",
     "drain_completed": "drainCompleted",
+    "faults_recovered": "faultsRecovered",
 }
 """Column -> the result's verdict (:mod:`loadgen.formats.verdict_columns`), on the summary row."""
 NONE = ("",) * len(VERDICT_COLUMNS)

@@ -36,7 +36,8 @@ from loadgen.engine.stats import (
 )
 from loadgen.formats.catch_up import catch_up_fields, role_histograms
 from loadgen.formats.client_cpu import client_cpu_fields
-from loadgen.formats.run_verdicts import verdict_fields
+from loadgen.formats.faults import fault_fields, faults_verdict
+from loadgen.formats.run_verdicts import asked_rate, verdict_fields
 from loadgen.formats.transactions import transaction_fields
 
 SUFFIXES = ("Avg", "50pct", "75pct", "95pct", "99pct", "999pct", "9999pct", "Max")
@@ -195,12 +196,19 @@ def build_test_result(
         tailing = header.tailing_subscriptions_per_topic
         result["catchUp"] = catch_up_fields(outcome.catch_up, intervals, tailing)
         result["catchUp"]["unreadMessages"] = result["totalUnread"]
+    workload = run.get("workload", {})
+    extensions = dict(outcome.extensions)
+    if "faults" in extensions:
+        extensions["faults"] = fault_fields(
+            extensions["faults"], intervals, asked_rate(workload), outcome.accounting
+        )
     result["verdicts"] = verdict_fields(
         outcome,
         measured,
-        run.get("workload", {}),
+        workload,
         header.topics * header.producers_per_topic,
         header.subscriptions_per_topic,
+        faults_verdict(extensions["faults"]) if extensions.get("faults") else None,
     )
     client_cpu = client_cpu_fields(measured)
     if client_cpu is not None:
@@ -208,7 +216,7 @@ def build_test_result(
     result["incomplete"] = outcome.incomplete
     if outcome.incomplete:
         result["stopReason"] = outcome.stop_reason or "error"
-    result |= outcome.extensions
+    result |= extensions
     result["run"] = run
     return result
 

@@ -3,8 +3,9 @@ up, did a catch-up drain come — so an unattended run says what went wrong, not
 
 Each verdict is ``true``, ``false``, or ``null`` with a ``reason`` when the run cannot answer it
 (no fixed rate asked, no consumers, too few intervals). ``passed`` is false when any answered
-verdict is false. A drain that did not come also exits 1; the other two are judged by ``--slo``
-(``rate.held``, ``consumers.keptUp``, ``backlog.growth<N``), as a user's SLO decides what matters.
+verdict is false. A run with faults adds ``faults.recovered``. A drain that did not come also
+exits 1; the others are judged by ``--slo`` (``rate.held``, ``consumers.keptUp``,
+``faults.recovered``, ``backlog.growth<N``), as a user's SLO decides what matters.
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ from typing import Any
 from loadgen.engine.outcome import RunOutcome
 from loadgen.engine.stats import IntervalStats, running_backlogs, sent_per_second
 
-ANSWERS = (("rate", "held"), ("consumers", "keptUp"), ("drain", "completed"))
+ANSWERS = (
+    ("rate", "held"),
+    ("consumers", "keptUp"),
+    ("drain", "completed"),
+    ("faults", "recovered"),
+)
 """Each verdict's block in ``verdicts`` and the key that answers it, in the order every table,
 ``--slo`` and the console give them."""
 
@@ -125,8 +131,11 @@ def verdict_fields(
     workload: Mapping[str, Any],
     producers: int,
     subscriptions: int,
+    faults: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``verdicts`` block of ``outcome``'s result; ``workload`` is the run's echo of it."""
+    """The ``verdicts`` block of ``outcome``'s result; ``workload`` is the run's echo of it,
+    ``faults`` the faults' verdict (:func:`loadgen.formats.faults.faults_verdict`) when the run
+    had any."""
     delivered_rate = sent_per_second(measured) * subscriptions
     verdicts: dict[str, Any] = {
         "rate": rate_verdict(asked_rate(workload), measured, producers),
@@ -135,6 +144,8 @@ def verdict_fields(
     catch_up = outcome.catch_up
     if catch_up is not None and catch_up.drain is not None:
         verdicts["drain"] = catch_up.drain.to_json()
+    if faults is not None:
+        verdicts["faults"] = faults
     answers = [verdicts.get(block, {}).get(key) for block, key in ANSWERS]
     return {"passed": all(answer is not False for answer in answers)} | verdicts
 

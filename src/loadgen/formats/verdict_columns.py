@@ -1,7 +1,8 @@
 """A result's ``verdicts`` flattened for tables: the CSV summary row, sweep points, matrix rows.
 
 Each verdict becomes one field, ``true``, ``false`` or ``null`` (not judged):
-``rateHeld``, ``consumersKeptUp``, and ``drainCompleted`` on a catch-up run only. A result
+``rateHeld``, ``consumersKeptUp``, ``drainCompleted`` on a catch-up run only, and
+``faultsRecovered`` on a run with faults. A result
 written before verdicts existed has none of them, and a table shows empty cells for it.
 A text table shows them as one word (:func:`mark`): ``ok``, or what failed.
 """
@@ -16,7 +17,12 @@ from loadgen.formats.run_verdicts import ANSWERS
 FIELDS = tuple((block + key[0].upper() + key[1:], block, key) for block, key in ANSWERS)
 """(flat field, block of ``verdicts``, its answer) in the order tables show them."""
 NAMES = tuple(name for name, _, _ in FIELDS)
-FAILED = {"rateHeld": "rate", "consumersKeptUp": "behind", "drainCompleted": "drain"}
+FAILED = {
+    "rateHeld": "rate",
+    "consumersKeptUp": "behind",
+    "drainCompleted": "drain",
+    "faultsRecovered": "fault",
+}
 """The word a text table shows for each verdict that failed."""
 
 
@@ -29,8 +35,8 @@ def flat_verdicts(verdicts: Mapping[str, Any] | None) -> dict[str, bool | None]:
 
 def mark(fields: Mapping[str, Any]) -> str:
     """One word for the verdicts among ``fields``: ``ok`` when none failed; the failed ones
-    (``rate``, ``behind``, ``drain``, comma-separated); ``n/a`` when none was judged; empty
-    when there are none (a run that wrote no result)."""
+    (``rate``, ``behind``, ``drain``, ``fault``, comma-separated); ``n/a`` when none was
+    judged; empty when there are none (a run that wrote no result)."""
     answers = [(name, fields[name]) for name in NAMES if name in fields]
     if not answers:
         return ""

@@ -2,7 +2,9 @@
 
 State lives in ``$LOADGEN_STATE_DIR`` (default ``~/.cache/loadgen/brokers``), one JSON file per
 variant of a kind (``kafka``, ``kafka-secure``, ``kafka-upstream``, ...) with its pids, address
-and log; a file whose process is gone is stale and removed.
+and log; a file none of whose nodes' processes runs is stale and removed (a cluster with one
+node down, by a run's fault, is still running). A node started again has its new pid written
+there (:func:`replace_pid`), so that ``status`` shows it and ``down`` stops it.
 A state file never holds the broker's ``driver_config`` (a secured broker's has its password or
 token): the driver file it names does, readable by its owner only. State files and the folder
 are the owner's only too.
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from loadgen.base.errors import ConfigError, LocalBrokerSetupError
@@ -34,12 +36,12 @@ def status(kind: str, *, secure: bool = False, upstream: bool = False) -> LocalB
 
 def status_of(variant: Variant) -> LocalBroker | None:
     starter_of(variant)
-    path = state_dir() / f"{variant.name}.json"
+    path = _state_file(variant)
     if not path.exists():
         return None
     state = json.loads(path.read_text())
     broker = LocalBroker(**state)
-    if process_alive(broker.pid):
+    if any(map(process_alive, [broker.pid, *broker.node_pids])):
         if "driver_config" in state or path.stat().st_mode & 0o077:  # left by an older loadgen
             _save(path, broker)
         return broker
@@ -77,14 +79,44 @@ def up(
     if running_one is not None:
         _refuse_other(variant, running_one, port, nodes)
         return running_one, False
-    folder = state_dir()
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     options = {"nodes": nodes} if nodes is not None else {}
-    broker = start_with(
-        starter, port or starter.port, folder / variant.name, detach=True, **options
-    )
-    _save(folder / f"{variant.name}.json", broker)
+    broker = start_with(starter, port or starter.port, folder_of(variant), detach=True, **options)
+    record(variant, broker)
     return broker, True
+
+
+def folder_of(variant: Variant) -> Path:
+    """Where :func:`up` keeps the variant's data and logs."""
+    return state_dir() / variant.name
+
+
+def _state_file(variant: Variant) -> Path:
+    return state_dir() / f"{variant.name}.json"
+
+
+def replace_pid(variant: Variant, old: int, new: int) -> bool:
+    """Write ``new`` where the variant's state has ``old`` (a node started again); False when
+    no state holds ``old``."""
+    path = _state_file(variant)
+    if not path.exists():
+        return False
+    broker = LocalBroker(**json.loads(path.read_text()))
+    if old == broker.pid:
+        _save(path, replace(broker, pid=new))
+    elif old in broker.node_pids:
+        node_pids = [new if pid == old else pid for pid in broker.node_pids]
+        _save(path, replace(broker, node_pids=node_pids))
+    else:
+        return False
+    return True
+
+
+def record(variant: Variant, broker: LocalBroker) -> None:
+    """Write ``broker``'s state as the variant's (one :func:`up` did not start, or started again
+    after its state was removed)."""
+    state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+    _save(_state_file(variant), broker)
 
 
 def _refuse_other(
@@ -115,7 +147,14 @@ def down(
     for variant, broker in running(kind):
         if secure not in (None, variant.secure) or upstream not in (None, variant.upstream):
             continue
-        broker.stop()
-        (state_dir() / f"{variant.name}.json").unlink(missing_ok=True)
+        _alive_only(broker).stop()
+        _state_file(variant).unlink(missing_ok=True)
         stopped.append(variant)
     return stopped
+
+
+def _alive_only(broker: LocalBroker) -> LocalBroker:
+    """``broker`` with the pids of its nodes that run, so that ``stop`` signals no pid a node
+    down by a fault left (another process may have it by now)."""
+    alive = [pid for pid in [broker.pid, *broker.node_pids] if process_alive(pid)]
+    return replace(broker, pid=alive[0], node_pids=alive[1:]) if alive else broker

@@ -85,6 +85,37 @@ def delivery_warning(result: dict[str, Any]) -> str | None:
     )
 
 
+def format_faults(result: dict[str, Any]) -> str | None:
+    """A line per fault of the result's ``faults`` block: what it cost, or why it was not
+    made; ``None`` without faults."""
+    faults = result.get("faults")
+    if not faults:
+        return None
+    lines = []
+    for number, fault in enumerate(faults, start=1):
+        on = "" if fault["node"] is None else f" node {fault['node']}"
+        lasting = "" if fault["for"] is None else f" for {fault['for']:g}s"
+        head = f"Fault {number}: {fault['action']}{on} at {fault['at']:g}s{lasting}"
+        if fault.get("error"):
+            lines.append(f"{head}: NOT MADE ({fault['error']})")
+            continue
+        recovery = fault.get("recoverySeconds")
+        recovered = (
+            f"recovered {recovery:.1f} s after it ended"
+            if recovery is not None
+            else f"NOT recovered ({fault.get('recoveryReason')})"
+        )
+        lines.append(
+            f"{head}: unavailable {fault.get('unavailableSeconds', 0):.1f} s, {recovered}; "
+            f"lost {_count(fault.get('lost'))}, duplicated {_count(fault.get('duplicated'))}"
+        )
+    return "\n".join(lines)
+
+
+def _count(value: int | None) -> str:
+    return "n/a" if value is None else f"{value:,}"
+
+
 def format_transactions(result: dict[str, Any]) -> str | None:
     """The result's ``transactions`` block in a line, or ``None`` when there is none."""
     block = result.get("transactions")

@@ -26,7 +26,9 @@ from typing import Any, Literal
 from loadgen.base.errors import ConfigError, LoadgenError
 
 log = logging.getLogger("loadgen.running.hooks")
-Phase = Literal["before_run", "after_run"]
+Phase = Literal["before_run", "after_run", "fault", "fault_undo"]
+"""When a command runs: around the run (hooks), or as a fault and its undo
+(:mod:`loadgen.running.scenarios.faults`)."""
 OUTPUT_LIMIT = 4096
 """Characters of a command's output kept in the result (its end: errors are printed last)."""
 DEFAULT_TIMEOUT_S = 300.0

@@ -39,6 +39,7 @@ from loadgen.running.scenarios.rate_control import PhaseControl, rate_control_fo
 from loadgen.spec import Workload
 from loadgen.spec.consumer_changes import check_within
 from loadgen.spec.consumer_delay import delay_pool
+from loadgen.spec.faults import check_faults_within
 
 log = logging.getLogger("loadgen.run")
 
@@ -167,6 +168,7 @@ class _Measurement:
 def _check_inputs(workload: Workload, options: RunOptions) -> None:
     if options.duration_s is not None:
         check_within(workload.consumer_changes, options.duration_s)
+        check_faults_within(workload.faults, options.duration_s)
     refused = [
         (
             bool(options.topic_names) and len(options.topic_names) != workload.topics,
@@ -195,13 +197,15 @@ def run_workload(
     payloads: list[bytes],
     options: RunOptions,
     listeners: Listeners = NO_LISTENERS,
+    controls: Sequence[PhaseControl] = (),
 ) -> RunOutcome:
     """Run ``workload`` on ``worker``; always returns what was measured, even when cut short.
 
-    ``listeners`` are told of each phase as it begins and of each interval as it ends.
+    ``listeners`` are told of each phase as it begins and of each interval as it ends;
+    ``controls`` change the load as it runs, beside the workload's own (a fault schedule).
     """
     _check_inputs(workload, options)
-    run = _Lifecycle(worker, workload, options, listeners)
+    run = _Lifecycle(worker, workload, options, listeners, controls)
     try:
         run.set_up()
         run.start_load(payloads)
@@ -225,7 +229,12 @@ class _Lifecycle:
     """The steps of one run in OMB's order; each fills in the outcome as it goes."""
 
     def __init__(
-        self, worker: Worker, workload: Workload, options: RunOptions, listeners: Listeners
+        self,
+        worker: Worker,
+        workload: Workload,
+        options: RunOptions,
+        listeners: Listeners,
+        controls: Sequence[PhaseControl] = (),
     ) -> None:
         self.worker = worker
         self.workload = workload
@@ -233,9 +242,9 @@ class _Lifecycle:
         self.listeners = listeners
         self.outcome = RunOutcome(started_ms=options.started_ms or _now_ms())
         self.rate_control = rate_control_for(workload)
-        controls = (self.rate_control, consumer_changes_for(workload))
+        ours = (self.rate_control, consumer_changes_for(workload))
         self.measurement = _Measurement(
-            worker, workload, options, listeners, [c for c in controls if c is not None]
+            worker, workload, options, listeners, [*(c for c in ours if c), *controls]
         )
         self.in_warmup = True
         self.clock = _PhaseClock(self.outcome.phase_seconds)
@@ -324,6 +333,7 @@ class _Lifecycle:
                 duration_s = self.workload.test_duration_s
             self.listeners.phase("measure", duration_s)
             self.measurement.run_phase(duration_s, warmup=False)
+            self.settle_controls()
             self.clock.mark("measure")
         _finish(
             self.worker,
@@ -338,8 +348,13 @@ class _Lifecycle:
     def cut_short(self, reason: str, detail: str) -> None:
         _cut_short(self.worker, self.measurement, self.outcome, reason, detail, self.in_warmup)
 
+    def settle_controls(self) -> None:
+        for control in self.measurement.controls:
+            control.settle()
+
     def tear_down(self) -> None:
         """Account, close (deleting fresh topics), and collect what the worker knows."""
+        self.settle_controls()  # a run cut short: faults undone before anything is closed
         outcome, measurement = self.outcome, self.measurement
         if outcome.topics:  # otherwise nothing was sent, and a worker may have no driver
             _last_look(measurement)

@@ -12,7 +12,7 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from loadgen.base.errors import NoPlaceLeft, RunAborted
 from loadgen.base.files import result_stem, write_json_atomic
 from loadgen.base.redaction import redact
 from loadgen.distributed.placement import open_worker
+from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.engine.listeners import Listeners, RunListener
 from loadgen.engine.local_worker import WORKER_ID
 from loadgen.engine.outcome import RunOutcome, SavedRun
@@ -30,6 +31,7 @@ from loadgen.formats.hlog import write_hlogs
 from loadgen.formats.journal import JournalWriter, journal_path
 from loadgen.formats.metadata import configuration
 from loadgen.formats.result_json import ResultHeader, RunStart, result_document
+from loadgen.local_brokers.nodes import nodes_for
 from loadgen.metrics.board import MetricsBoard
 from loadgen.pipeline.landing import LandingFeed, RunIdentity, open_landing
 from loadgen.result_files.checkpoint import FINISH_WAIT_S, Checkpoint
@@ -38,6 +40,8 @@ from loadgen.running import stop
 from loadgen.running.hooks import hook_env, run_after, run_before
 from loadgen.running.lifecycle import run_workload
 from loadgen.running.request import RunRequest
+from loadgen.running.scenarios.faults import FaultSchedule, check_targets
+from loadgen.spec import Workload
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,18 @@ def _on_board(board: MetricsBoard | None, **labels: str) -> Iterator[None]:
         board.end_run()
 
 
+def fault_schedules(
+    workload: Workload, spec: DriverSpec, env: Mapping[str, str]
+) -> tuple[FaultSchedule, ...]:
+    """The workload's faults, aimed at the nodes of the local broker the driver file points at
+    (its targets checked now: a bad one is exit 2 before anything starts)."""
+    if not workload.faults:
+        return ()
+    nodes = nodes_for(str(dict(spec.config)))
+    check_targets(workload.faults, nodes)
+    return (FaultSchedule(workload.faults, nodes, env),)
+
+
 def execute(
     request: RunRequest, destination: Destination | None = None
 ) -> tuple[str, dict[str, Any], RunOutcome]:
@@ -142,6 +158,7 @@ def execute(
     spec, workload = request.driver, request.workload
     payloads = build_payloads(workload, request.workload_path)
     env = hook_env(run.run_id, request.name, spec.name)
+    schedules = fault_schedules(workload, spec, env)
     done_hooks = run_before(request.hooks, env)
     checkpoint, landing = run.checkpoint(destination), run.landing()
     kept = None if checkpoint is None else stop.UnlessStopped(checkpoint)
@@ -155,7 +172,9 @@ def execute(
             _on_board(request.metrics, **labels),
             open_worker(spec, workload, request.placement) as worker,
         ):
-            outcome = run_workload(worker, workload, payloads, request.options, listeners)
+            outcome = run_workload(
+                worker, workload, payloads, request.options, listeners, schedules
+            )
             leaving = time.monotonic()
         stop.charge("workers", leaving)  # the worker processes' end
         status = "incomplete" if outcome.incomplete else "complete"

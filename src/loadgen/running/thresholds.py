@@ -29,6 +29,7 @@ from loadgen.engine.stats import (
     PUBLISH_DELAY,
     PUBLISH_FROM_INTENDED,
 )
+from loadgen.formats.faults import fault_counts
 from loadgen.formats.run_verdicts import ANSWERS, asked_rate
 from loadgen.running.result import Result
 
@@ -54,7 +55,13 @@ COUNTS = {
     "missing": "messages not received when the drain ended",
     "backlog.growth": "messages the backlog grew by over the steady phase (verdicts.consumers)",
     "backlog.trend": "msg/s the backlog grew at over the steady phase (its least-squares slope)",
+    "fault.lost": "messages lost around the run's faults (faults[].lost, summed)",
 }
+DURATIONS = {
+    "fault.recovery": "the longest time a fault took to recover from (infinite when one never did)",
+    "fault.unavailable": "the longest stretch a fault left with no acknowledged publish",
+}
+"""Figures that are times: written with a unit (us, ms, s; s when none), judged in µs."""
 VERDICTS = {f"{block}.{key}": (block, key) for block, key in ANSWERS}
 """A verdict's name → where the result's ``verdicts`` block answers it (:mod:`.run_verdicts`);
 written alone, it passes when the answer is true."""
@@ -74,6 +81,7 @@ EXPRESSION = re.compile(
 ALLOWED = (
     f"LATENCY.STAT OP NUMBER UNIT, COUNT OP NUMBER or VERDICT; LATENCY: {', '.join(LATENCIES)}; "
     f"STAT: {', '.join(STATS)}; UNIT: us, ms, s; COUNT: {', '.join(COUNTS)}; "
+    f"TIME (with a UNIT): {', '.join(DURATIONS)}; "
     f"VERDICT: {', '.join(VERDICTS)}; OP: {' '.join(OPERATORS)}"
 )
 
@@ -141,6 +149,11 @@ def parse(text: str, option: str = "--slo") -> Threshold:
             raise bad("a latency needs a unit: us, ms or s")
         return Threshold(text.strip(), name, stat, op, float(match["number"]) * UNITS[unit], unit)
     count = name if stat is None else f"{name}.{stat}"
+    if count in DURATIONS:
+        unit = unit or "s"
+        if unit not in UNITS:
+            raise bad(f"{count} is a time: us, ms or s")
+        return Threshold(text.strip(), count, None, op, float(match["number"]) * UNITS[unit], unit)
     if count in VERDICTS:
         raise bad(f"{count} is a verdict: write it alone, without OP NUMBER")
     if name in COUNTS and (stat is not None or unit is not None):
@@ -167,7 +180,8 @@ class Figures:
     def value(self, threshold: Threshold) -> float | None:
         """The measured figure in the expression's unit, ``None`` when nothing was measured."""
         if threshold.stat is None:
-            return self.counts.get(threshold.name)
+            count = self.counts.get(threshold.name)
+            return None if count is None else count / threshold.scale
         histogram = self.histograms.get(LATENCIES[threshold.name])
         if histogram is None or histogram.total == 0:
             return None
@@ -209,6 +223,7 @@ def figures_of(result: Result) -> Figures:
         "duplicates": result.duplicates,
         "abortedRead": result.document.get("totalAbortedRead"),
         "missing": result.missing,
+        **fault_counts(result.document.get("faults", ())),
     }
     return Figures(histograms, counts | verdict_counts(result.document.get("verdicts", {})))
 

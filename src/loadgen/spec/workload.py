@@ -8,8 +8,8 @@ durations, ``producerRate`` and ``consumerBacklogSizeGB`` may be fractional; ``p
 may be written ``10k`` and ``messageSize`` ``4KiB`` (:mod:`.units`; results hold the numbers).
 One field is loadgen's own: ``producerRateProfile`` (steps and ramps of the rate,
 :mod:`.rate_profile`); so are ``messageSizes`` / ``messageSizeRange`` (:mod:`.message_sizes`)
-and ``consumerDelay`` (:mod:`.consumer_delay`), ``consumerChanges`` (:mod:`.consumer_changes`) and
-``backlogDrainTimeout``.
+and ``consumerDelay`` (:mod:`.consumer_delay`), ``consumerChanges`` (:mod:`.consumer_changes`),
+``faults`` (:mod:`.faults`) and ``backlogDrainTimeout``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from loadgen.base.errors import ConfigError
 from loadgen.spec.consumer_changes import ConsumerChange, check_changes, check_within
 from loadgen.spec.consumer_delay import ConsumerDelay
 from loadgen.spec.durations import parse_wait
+from loadgen.spec.faults import Fault, check_faults_within
 from loadgen.spec.loader import load_yaml
 from loadgen.spec.message_sizes import (
     MAX_MESSAGE_SIZE,
@@ -142,6 +143,9 @@ class Workload(BaseModel):
         default=None, alias="producerRateProfile"
     )
     """loadgen's extension: steps and ramps for the measured phase (:mod:`.rate_profile`)."""
+    faults: tuple[Fault, ...] = Field(default=(), alias="faults")
+    """loadgen's extension: broker nodes killed, paused, stopped or restarted, or a user's
+    command run, at given times of the measured phase (:mod:`.faults`)."""
     consumer_changes: tuple[ConsumerChange, ...] = Field(default=(), alias="consumerChanges")
     """loadgen's extension: consumers joining or leaving every subscription during the measured
     phase (:mod:`.consumer_changes`)."""
@@ -268,6 +272,7 @@ class Workload(BaseModel):
             )
         if self.consumer_changes:
             self._check_consumer_changes()
+        check_faults_within(self.faults, self.test_duration_s)
         if self.topics * self.partitions_per_topic > MAX_TOTAL_PARTITIONS:
             raise ConfigError(
                 f"topics × partitionsPerTopic is above {MAX_TOTAL_PARTITIONS:,}",

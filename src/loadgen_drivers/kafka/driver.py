@@ -592,6 +592,15 @@ class KafkaDriver(Driver):
             partitions = self._partition_count(topic)
         return KafkaConsumer(topic, conf, on_message, self.config.auto_commit, partitions)
 
+    def partition_leader(self, topic: str, partition: int) -> str | None:
+        """The leader as the cluster's metadata names it now (no leader: ``None``)."""
+        metadata = self._admin_client().list_topics(topic, timeout=ADMIN_TIMEOUT_S)
+        found = metadata.topics.get(topic)
+        if found is None or partition not in found.partitions:
+            return None
+        leader = metadata.brokers.get(found.partitions[partition].leader)
+        return None if leader is None else f"{leader.host}:{leader.port}"
+
     def _partition_count(self, topic: str) -> int:
         metadata = self._admin_client().list_topics(topic, timeout=ADMIN_TIMEOUT_S)
         found = metadata.topics.get(topic)

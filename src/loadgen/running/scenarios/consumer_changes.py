@@ -62,6 +62,9 @@ class ConsumerChanges:
             record["seconds"],
         )
 
+    def settle(self) -> None:
+        """Consumers that joined stay until the run closes them."""
+
     def report(self) -> dict[str, Any]:
         return {"consumerChanges": self._made}
 

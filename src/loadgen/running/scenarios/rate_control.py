@@ -55,6 +55,9 @@ class PhaseControl(Protocol):
     def report(self) -> dict[str, Any]:
         """The result fields this control adds (one key)."""
 
+    def settle(self) -> None:
+        """The measured phase is over (or the run ends early): undo what must not outlast it."""
+
 
 class RateControl(PhaseControl, Protocol):
     start_rate: float
@@ -111,6 +114,9 @@ class Discovery:
         worker.adjust_rate(self.rate, keep_lag=False)
         self._history.add(self.rate, reason=decision.reason)
         log.info("rate discovery: %s -> %.0f msg/s", decision.reason, self.rate)
+
+    def settle(self) -> None:
+        """Nothing outlasts the run."""
 
     def report(self) -> dict[str, Any]:
         return {
@@ -183,6 +189,9 @@ class Profile:
             self.rate = rate
             worker.adjust_rate(rate, keep_lag=True)
             self._history.add(rate)
+
+    def settle(self) -> None:
+        """Nothing outlasts the run."""
 
     def report(self) -> dict[str, Any]:
         return {

@@ -45,6 +45,8 @@ USER = "loadgen"
 READY_TIMEOUT_S = 120.0
 """Every node serving and in the cluster's metadata: ~2 s for one node, longer for five JVMs
 starting at once on two cores."""
+NODE_LISTEN_TIMEOUT_S = 60.0
+"""One node started again until it listens: ~1-3 s, longer with a large log to recover."""
 FORMAT_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
 """A node's controlled shutdown moves its partition leaderships first."""
@@ -267,6 +269,34 @@ def _format(
                 process.kill()
                 process.wait()
             argfile.unlink(missing_ok=True)
+
+
+def start_node_again(folder: Path, timeout_s: float = NODE_LISTEN_TIMEOUT_S) -> int:
+    """The node whose configuration and data are in ``folder`` (``node-N`` of a broker
+    :func:`start_upstream_kafka` started) started again, detached, on its port; its pid, once
+    it listens. Its port taken, it exiting or ``timeout_s`` passing first raises
+    :class:`LocalBrokerError` naming the node and its log (the process stopped)."""
+    node = cluster.written_node(folder)
+    claim("kafka", node.port, node.folder, host=node.host)  # a taken port: refused here
+    process = _start_node(java_binary("kafka"), node, detach=True)
+    deadline = time.monotonic() + timeout_s
+    while not port_open(node.port, node.host):
+        code = process.poll()
+        if code is not None:
+            raise LocalBrokerError(
+                "kafka",
+                f"node {node.node_id} exited at its restart (exit {code}): "
+                f"{_last_error(_log(node))} (log {_log(node)})",
+            )
+        if time.monotonic() > deadline:
+            stop_processes([process.pid], STOP_TIMEOUT_S)
+            raise LocalBrokerError(
+                "kafka",
+                f"node {node.node_id} did not listen on {node.address} within {timeout_s:.0f} s "
+                f"of its restart (log {_log(node)})",
+            )
+        time.sleep(0.05)
+    return process.pid
 
 
 def _start_node(java: Path, node: Node, detach: bool) -> subprocess.Popen:

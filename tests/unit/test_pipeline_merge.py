@@ -261,3 +261,18 @@ def test_a_second_close_in_the_same_batch_is_quarantined_not_a_second_run_row(tm
     feed.batch(close_run(tmp_path, RUN, "first"), close_run(tmp_path, RUN, "second"))
     assert len(feed.runs) == 1
     assert "was finalised" in feed.quarantine[0]["reason"]
+
+
+def test_a_runs_faults_reach_its_runs_row_as_json_text(tmp_path):
+    faults = [{"at": 8.0, "action": "kill", "node": 2, "unavailableSeconds": 7.0, "lost": 0}]
+    land = writer(tmp_path)
+    feed = Feed()
+    feed.batch(
+        land.interval(interval(0)), land.end(incomplete=False, stop_reason=None, faults=faults)
+    )
+    assert json.loads(feed.runs[0]["faults"]) == faults
+    other = writer(tmp_path / "other")
+    (tmp_path / "other").mkdir()
+    plain = Feed()
+    plain.batch(other.interval(interval(0)), other.end(incomplete=False, stop_reason=None))
+    assert plain.runs[0]["faults"] is None

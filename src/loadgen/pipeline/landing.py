@@ -89,8 +89,11 @@ class LandingWriter:
             )
         return self._land(f"{seq:06d}", lines)
 
-    def end(self, *, incomplete: bool, stop_reason: str | None) -> Path:
-        """Land the end marker: this worker wrote :attr:`written` intervals and will write none."""
+    def end(
+        self, *, incomplete: bool, stop_reason: str | None, faults: list[Any] | None = None
+    ) -> Path:
+        """Land the end marker: this worker wrote :attr:`written` intervals and will write none;
+        ``faults``, the result's block, goes to the ``runs`` table as JSON text."""
         lines = [
             {
                 "kind": END,
@@ -100,6 +103,7 @@ class LandingWriter:
                 "incomplete": incomplete,
                 "stop_reason": stop_reason,
                 "emitted_at": time.time(),
+                **({"faults": json.dumps(faults)} if faults else {}),
             }
             for metric in METRICS
         ]
@@ -153,13 +157,20 @@ class LandingFeed:
             self._guarded(lambda: self.writer.interval(held))
 
     def end(
-        self, intervals: Sequence[IntervalStats], *, incomplete: bool, stop_reason: str | None
+        self,
+        intervals: Sequence[IntervalStats],
+        *,
+        incomplete: bool,
+        stop_reason: str | None,
+        faults: list[Any] | None = None,
     ) -> None:
         """Land the run's final ``intervals`` not landed yet, then the end marker."""
         self._held = None
         for stats in intervals[self.writer.written :]:
             self._guarded(lambda stats=stats: self.writer.interval(stats))
-        self._guarded(lambda: self.writer.end(incomplete=incomplete, stop_reason=stop_reason))
+        self._guarded(
+            lambda: self.writer.end(incomplete=incomplete, stop_reason=stop_reason, faults=faults)
+        )
 
     def _guarded(self, write: Callable[[], Path]) -> None:
         try:

@@ -185,12 +185,15 @@ def execute(
         done_hooks += run_after(request.hooks, {**env, "LOADGEN_RUN_STATUS": status})
         if checkpoint is not None:  # its writer thread ends with the run, also when it raises
             checkpoint.close()
-    if landing is not None:
-        landing.end(
-            outcome.intervals, incomplete=outcome.incomplete, stop_reason=outcome.stop_reason
-        )
     with stop.step("result"):
         result = result_document(run.facts(), outcome)
+    if landing is not None:
+        landing.end(
+            outcome.intervals,
+            incomplete=outcome.incomplete,
+            stop_reason=outcome.stop_reason,
+            faults=result.get("faults"),
+        )
     if request.hooks:
         result["run"]["hooks"] = [redact(record.to_json()) for record in done_hooks]
     return request.name, result, outcome

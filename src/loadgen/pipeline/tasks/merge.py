@@ -95,7 +95,8 @@ class RunState:
     seen: dict[str, int] = field(default_factory=dict)
     """Intervals received per worker."""
     ended: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Per worker that ended: ``intervals`` it announced, ``incomplete``, ``stop_reason``."""
+    """Per worker that ended: ``intervals`` it announced, ``incomplete``, ``stop_reason``, and
+    the run's ``faults`` (JSON text) when it had any."""
     measured: str = ""
     measured_intervals: int = 0
     measured_ms: int = 0
@@ -281,6 +282,7 @@ class _Group:
             "intervals": int(row["seq"]),
             "incomplete": _flag(row.get("incomplete")),
             "stop_reason": None if _missing(row.get("stop_reason")) else row["stop_reason"],
+            "faults": None if _missing(row.get("faults")) else row["faults"],
         }
         return None
 
@@ -385,7 +387,8 @@ class _Group:
         assert state is not None
         for seq in sorted(int(key) for key in state.waiting):
             self._emit(seq, complete=False)
-        reasons = [end["stop_reason"] for end in state.ended.values() if end["stop_reason"]]
+        ended = list(state.ended.values())
+        reasons = [end["stop_reason"] for end in ended if end["stop_reason"]]
         if reason:
             reasons.append(reason)
         complete = (
@@ -411,6 +414,7 @@ class _Group:
                 "hist": hdr.encode(histogram),
                 "meta": state.meta,
                 "merged_at": self.now,
+                "faults": next((e["faults"] for e in ended if e.get("faults")), None),
             }
         )
         # the tombstone is the group's state from here on, so later lines of this very batch

@@ -40,9 +40,11 @@ RECORD_FIELDS = (
     "meta",
     "incomplete",
     "stop_reason",
+    "faults",
 )
-"""Every field a landing line may carry; ``interval`` lines leave the last two out and ``end``
-lines leave the interval fields out (``seq`` there is the number of intervals the worker wrote)."""
+"""Every field a landing line may carry; ``interval`` lines leave the last three out and
+``end`` lines leave the interval fields out (``seq`` there is the number of intervals the worker
+wrote; ``faults`` is the result's ``faults`` block as JSON text, or absent)."""
 
 LANDING_TYPES = {
     "workers": "INT",
@@ -123,6 +125,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         *_LATENCY,
         ("meta", "STRING"),
         ("merged_at", "DOUBLE"),
+        ("faults", "STRING"),
     ],
     "quarantine": [
         ("source_file", "STRING"),

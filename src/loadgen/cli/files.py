@@ -36,7 +36,8 @@ def validate(files: tuple[Path, ...], lenient: bool) -> None:
 def compare(baseline: Path, new: Path, max_regression: str) -> None:
     """Compare a result with a baseline; exit 1 when a metric regressed.
 
-    Either may be a result JSON or the .journal a killed run left."""
+    Either may be a result JSON or the .journal a killed run left. Faults made in the runs are
+    lined up by order and shown, never gated."""
     from loadgen.result_files import compare as comparing
 
     allowed = comparing.parse_fraction(max_regression)
@@ -46,6 +47,9 @@ def compare(baseline: Path, new: Path, max_regression: str) -> None:
         click.echo("note: the two results come from different workloads or drivers", err=True)
     rows = comparing.compare(before, after)
     click.echo(comparing.format_table(rows, allowed))
+    faults = comparing.format_faults(before, after)
+    if faults is not None:
+        click.echo(f"\n{faults}")
     regressed = [row.metric for row in rows if row.regressed(allowed)]
     if regressed:
         click.echo(f"regression beyond {max_regression}: {', '.join(regressed)}", err=True)

@@ -19,6 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.transforms import offset_copy
 
 from loadgen.engine.stats import END_TO_END, PUBLISH
 from loadgen.report import series
@@ -44,6 +45,10 @@ MARKERS_UP_TO = 40
 """Draw a marker per interval while there are few enough of them to tell apart."""
 
 METRIC_NAMES = {PUBLISH: "publish", END_TO_END: "end-to-end"}
+LATENCY_CHARTS = {PUBLISH: "publish-latency", END_TO_END: "e2e-latency"}
+TIME_CHARTS = ("throughput", *LATENCY_CHARTS.values())
+"""The charts over time, on which faults are shaded."""
+FAULT_ALPHA = 0.13
 
 _plain = FuncFormatter(lambda value, _: f"{value:,.6g}")
 
@@ -91,20 +96,58 @@ def _legend(figure: Figure, results: Sequence[Result], plotted: set[int]) -> Non
     figure.legend(handles=handles, loc="outside lower center", ncols=min(len(results), 2))
 
 
+def _fault_bands(axes: Axes, results: Sequence[Result], gid: str) -> None:
+    """Shade each fault of each result in the result's colour, labelled up its left edge (each
+    result's labels a line further right, so the same schedule in two runs stays readable); a
+    fault with no duration is a line. Each band's SVG group has the id ``<gid>-r<result>-f<n>``."""
+    for index, result in enumerate(results):
+        place = offset_copy(axes.get_xaxis_transform(), axes.figure, x=9 * index, units="points")
+        for band in series.fault_bands(result):
+            band_id = f"{gid}-r{index + 1}-f{band.number}"
+            if band.end > band.start:
+                axes.axvspan(
+                    band.start,
+                    band.end,
+                    color=_color(index),
+                    alpha=FAULT_ALPHA,
+                    linewidth=0,
+                    zorder=0,
+                    gid=band_id,
+                )
+            else:
+                axes.axvline(band.start, color=_color(index), alpha=0.6, zorder=0, gid=band_id)
+            axes.text(
+                band.start,
+                0.98,
+                f" {band.label}",
+                transform=place,
+                rotation=90,
+                ha="left",
+                va="top",
+                fontsize=7,
+                color=_color(index),
+                parse_math=False,
+                gid=f"{band_id}-label",
+            )
+
+
 def _time_panels(
     figure: Figure,
     panels: list[Axes],
     results: Sequence[Result],
     lines: Sequence[Sequence[series.Series]],
     unit: str,
+    chart: str,
 ) -> None:
-    """Fill one panel per series name (p50, p99, ...), one line per result."""
+    """Fill one panel per series name (p50, p99, ...), one line per result, over the faults'
+    bands."""
     names = _names(lines)
     for unused in panels[len(names) :]:
         figure.delaxes(unused)
     plotted: set[int] = set()
-    for axes, name in zip(panels, names, strict=False):
+    for number, (axes, name) in enumerate(zip(panels, names, strict=False), 1):
         axes.set_title(name)
+        _fault_bands(axes, results, f"fault-band-{chart}-p{number}")
         highest = 0.0
         for index, found in enumerate(lines):
             for line in found:
@@ -147,7 +190,7 @@ def throughput_figure(results: Sequence[Result]) -> Figure:
     figure, panels = _figure(results, "Throughput", 1, 2, 3.8, sharey=True)
     if not any(lines):
         return _empty(figure, panels, "no throughput data (no measured interval)")
-    _time_panels(figure, panels, results, lines, "msg/s")
+    _time_panels(figure, panels, results, lines, "msg/s", "throughput")
     return figure
 
 
@@ -158,7 +201,7 @@ def latency_figure(results: Sequence[Result], metric: str) -> Figure:
     figure, panels = _figure(results, f"{name.capitalize()} latency over time", 2, 2, 6.4)
     if not any(lines):
         return _empty(figure, panels, f"no {name} latency was measured")
-    _time_panels(figure, panels, results, lines, "latency (ms)")
+    _time_panels(figure, panels, results, lines, "latency (ms)", LATENCY_CHARTS[metric])
     return figure
 
 
@@ -202,8 +245,8 @@ def distribution_figure(results: Sequence[Result]) -> Figure:
 
 CHARTS: dict[str, Callable[[Sequence[Result]], Figure]] = {
     "throughput": throughput_figure,
-    "publish-latency": partial(latency_figure, metric=PUBLISH),
-    "e2e-latency": partial(latency_figure, metric=END_TO_END),
+    LATENCY_CHARTS[PUBLISH]: partial(latency_figure, metric=PUBLISH),
+    LATENCY_CHARTS[END_TO_END]: partial(latency_figure, metric=END_TO_END),
     "distribution": distribution_figure,
 }
 """Every chart of the report by name, in page order."""

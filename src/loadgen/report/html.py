@@ -8,7 +8,7 @@ that comes from a result file is escaped, because a workload name is user input.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 from statistics import fmean
@@ -18,10 +18,11 @@ from loadgen.base.errors import ConfigError
 from loadgen.base.files import write_bytes_atomic, write_text_atomic
 from loadgen.engine.outcome import describe_drain
 from loadgen.engine.stats import END_TO_END, PUBLISH
+from loadgen.formats.fault_windows import RECOVERY_LATENCY_FACTOR, RECOVERY_RATE_SHARE, recovered
 from loadgen.formats.json_lines import MB
 from loadgen.report import charts, series
 from loadgen.report.shape import shape_rows
-from loadgen.result_files.compare import load_result
+from loadgen.result_files.compare import describe_fault, load_result
 
 Result = dict[str, Any]
 IMAGE_FORMATS = ("png", "svg")
@@ -39,6 +40,8 @@ CAPTIONS = {
     "distribution": "Latency by percentile over the whole measured phase: a point at 99% "
     "means 99% of messages were at least that fast.",
 }
+FAULTS_CAPTION = " Shaded: each fault, from its start to its end (see Faults)."
+WINDOWS = ("before", "during", "after")
 
 CSS = """
 body { font: 15px/1.45 system-ui, 'DejaVu Sans', sans-serif; color: #222; margin: 0 auto;
@@ -67,6 +70,15 @@ table.verdicts td.fail { color: #a50e0e; font-weight: bold; }
 figure.chart { margin: 24px 0; }
 figure.chart svg { width: 100%; height: auto; }
 figcaption, .note { color: #555; font-size: 13px; }
+h3 { font-size: 15px; margin: 20px 0 4px; border-left: 6px solid var(--color); padding-left: 8px;
+     overflow-wrap: anywhere; }
+table.faults, table.fault-windows { width: 100%; }
+table.faults th, table.fault-windows th { overflow-wrap: normal; }
+table.faults td:nth-child(2), table.faults th:nth-child(2) { text-align: left; }
+table.faults td:nth-child(2) { overflow-wrap: anywhere; }
+table.faults td.fail { color: #a50e0e; font-weight: bold; }
+table.faults td.reason { text-align: left; max-width: 260px; }
+table.faults code { font-size: 12px; }
 """
 
 
@@ -139,6 +151,10 @@ def _consumer_figures(consumers: Result) -> str:
     )
 
 
+def _recovery_figures(faults: Result) -> str:
+    return f"recovered within {_seconds(faults['seconds'])} s of each fault's end"
+
+
 def _drain_figures(result: Result) -> Callable[[Result], str]:
     """The drain in the console's words, which name the rates that decided it."""
     subscriptions = result.get("catchUp", {}).get("catchUpSubscriptionsPerTopic", 1)
@@ -156,6 +172,7 @@ def _verdicts(result: Result) -> str:
         ("rate held", "rate", "held", _rate_figures),
         ("consumers kept up", "consumers", "keptUp", _consumer_figures),
         ("drain completed", "drain", "completed", _drain_figures(result)),
+        ("recovered from faults", "faults", "recovered", _recovery_figures),
     ):
         if block not in verdicts:
             continue  # no drain: not a catch-up run
@@ -279,12 +296,149 @@ def _summary(results: Sequence[Result]) -> str:
     )
 
 
+def _seconds(value: float) -> str:
+    """At most three decimals, no trailing zeros: 7, 0.998, 1,234.5."""
+    return f"{value:,.3f}".rstrip("0").rstrip(".")
+
+
+def _clock(epoch_ms: int | None) -> str:
+    if epoch_ms is None:
+        return "—"
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _count(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def _fault_cell(fault: Result) -> str:
+    """What the fault was: action and node, the node's address, each command it ran."""
+    parts = [_text(describe_fault(fault))]
+    if fault.get("address"):
+        parts.append(f"at {_text(fault['address'])}")
+    for command in fault.get("commands") or []:
+        ended = "timed out" if command.get("timedOut") else f"exit {command.get('exitCode')}"
+        parts.append(f"<code>{_text(command.get('command', ''))}</code> ({_text(ended)})")
+    return "<br>".join(parts)
+
+
+def _recovery_cell(fault: Result) -> str:
+    """Seconds until the run was shown recovered, or why it was not (or the fault not made)."""
+    if fault.get("error") and "windows" not in fault:
+        return f'<td class="fail reason">not made: {_text(fault["error"])}</td>'
+    if fault.get("recoverySeconds") is not None:
+        return f"<td>{_seconds(fault['recoverySeconds'])}</td>"
+    failed = ' class="fail reason"' if recovered(fault) is False else ' class="reason"'
+    return f"<td{failed}>not shown: {_text(fault.get('recoveryReason') or 'unknown')}</td>"
+
+
+def _fault_row(number: int, fault: Result) -> str:
+    lasting = fault.get("for")
+    unavailable = fault.get("unavailableSeconds")
+    cells = [
+        f"<td>{number}</td>",
+        f"<td>{_fault_cell(fault)}</td>",
+        f"<td>{_seconds(fault['at'])}</td>",
+        f"<td>{'—' if lasting is None else _seconds(lasting)}</td>",
+        f"<td>{_clock(fault.get('startedAt'))}</td>",
+        f"<td>{_clock(fault.get('endedAt'))}</td>",
+        f"<td>{'—' if unavailable is None else _seconds(unavailable)}</td>",
+        _recovery_cell(fault),
+        f"<td>{_count(fault.get('lost'))}</td>",
+        f"<td>{_count(fault.get('duplicated'))}</td>",
+    ]
+    if fault.get("error") and "windows" in fault:  # made, then its undo failed
+        cells[1] = f"<td>{_fault_cell(fault)}<br>failed: {_text(fault['error'])}</td>"
+    return f"<tr>{''.join(cells)}</tr>"
+
+
+def _p99(latency: Result | None) -> str:
+    return "none" if latency is None else f"{latency['99pct']:,.3f}"
+
+
+def _window_rows(number: int, fault: Result) -> list[str]:
+    """The fault's before, during and after windows, one row each."""
+    title = f"fault {number}: {_text(describe_fault(fault))}"
+    rows = [f'<tr class="group"><td colspan="8">{title}</td></tr>']
+    for name in WINDOWS:
+        window = fault["windows"][name]
+        if not window["intervals"]:
+            rows.append(f'<tr><td>{name}</td><td>0</td><td colspan="6">no interval</td></tr>')
+            continue
+        figures = (
+            f"{window['intervals']:,}",
+            _seconds(window["seconds"]),
+            f"{window['publishRate']:,.0f}",
+            f"{window['consumeRate']:,.0f}",
+            _p99(window["publishLatency"]),
+            _p99(window["endToEndLatency"]),
+            f"{window['errors']:,}",
+        )
+        rows.append(f"<tr><td>{name}</td>{''.join(f'<td>{f}</td>' for f in figures)}</tr>")
+    return rows
+
+
+def _result_faults(index: int, result: Result, several: bool) -> str:
+    """The tables of one result's faults: what each was and cost, then its three windows."""
+    faults = result.get("faults") or []
+    heading = (
+        f'<h3 style="--color: {charts.COLORS[index % len(charts.COLORS)]}">'
+        f"{_text(series.label(result))}</h3>"
+        if several
+        else ""
+    )
+    if not faults:
+        return f'{heading}<p class="note">No faults in this run.</p>'
+    rows = [_fault_row(number, fault) for number, fault in enumerate(faults, 1)]
+    windows = [
+        row
+        for number, fault in enumerate(faults, 1)
+        if "windows" in fault
+        for row in _window_rows(number, fault)
+    ]
+    table = (
+        f'<table class="faults" id="faults-{index + 1}"><thead><tr><th>#</th><th>fault</th>'
+        "<th>at (s)</th><th>for (s)</th><th>started (UTC)</th><th>ended (UTC)</th>"
+        "<th>unavailable (s)</th><th>recovery (s)</th><th>lost</th><th>duplicated</th>"
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+    if windows:
+        table += (
+            f'<table class="fault-windows" id="fault-windows-{index + 1}"><thead><tr>'
+            "<th>window</th><th>intervals</th><th>seconds</th><th>publish msg/s</th>"
+            "<th>consume msg/s</th><th>publish p99 (ms)</th><th>end-to-end p99 (ms)</th>"
+            f"<th>publish errors</th></tr></thead><tbody>{''.join(windows)}</tbody></table>"
+        )
+    return heading + table
+
+
+def _faults(results: Sequence[Result]) -> str:
+    """The Faults section, when any result had faults: a table per result."""
+    if not any(result.get("faults") for result in results):
+        return ""
+    tables = "".join(_result_faults(i, r, len(results) > 1) for i, r in enumerate(results))
+    note = (
+        '<p class="note">Each fault as it was made, and what it did to the load. Unavailable: '
+        "the longest run of stats intervals, from the fault's start, in which no publish was "
+        "acknowledged. Recovery: from the fault's end to the end of the first interval whose "
+        f"publish p99 was within {RECOVERY_LATENCY_FACTOR}× the before window's and whose "
+        f"publish rate held {RECOVERY_RATE_SHARE:.0%} of the asked rate (of the before window's "
+        "when none was asked). Windows: before runs "
+        "from the previous fault's end (or the start), during holds the intervals the fault "
+        "overlapped, after runs to the next fault's start (or the end). Lost, duplicated: over "
+        "during and after. Figures are to the stats interval.</p>"
+    )
+    return f"<h2>Faults</h2>{tables}{note}"
+
+
 def _chart(name: str, results: Sequence[Result]) -> str:
     svg = charts.render(name, results, "svg").decode("utf-8")
     svg = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: not allowed inline
+    caption = CAPTIONS[name]
+    if name in charts.TIME_CHARTS and any(series.fault_bands(r) for r in results):
+        caption += FAULTS_CAPTION
     return (
-        f'<figure class="chart" id="chart-{name}">{svg}'
-        f"<figcaption>{CAPTIONS[name]}</figcaption></figure>"
+        f'<figure class="chart" id="chart-{name}">{svg}<figcaption>{caption}</figcaption></figure>'
     )
 
 
@@ -301,7 +455,7 @@ def render_page(paths: Sequence[Path], results: Sequence[Result]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_text(title)}</title><style>{CSS}</style></head><body>"
         f"<h1>{_text(title)}</h1>{headers}<h2>Summary</h2>{_summary(results)}"
-        f"<h2>Charts</h2>{body}</body></html>\n"
+        f"{_faults(results)}<h2>Charts</h2>{body}</body></html>\n"
     )
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from loadgen.base import hdr
 from loadgen.engine.stats import END_TO_END, PUBLISH
+from loadgen.result_files.compare import describe_fault
 
 OMB_INTERVAL_S = 10.0
 """OMB samples its stats every 10 s and does not say so in the result."""
@@ -80,6 +81,43 @@ def throughput(result: dict[str, Any]) -> list[Series]:
         if rates:
             series.append(Series(name, _elapsed(result, len(rates)), rates))
     return series
+
+
+@dataclass(frozen=True)
+class FaultBand:
+    """Fault ``number`` (1-based, as the result lists it) on the time axis: from ``start`` to
+    ``end``, in seconds since measurement began."""
+
+    number: int
+    label: str
+    start: float
+    end: float
+
+
+def fault_bands(result: dict[str, Any]) -> list[FaultBand]:
+    """Each fault that was made, from its ``startedAt`` to its ``endedAt``.
+
+    The result has the faults' clock times but not the measured phase's: the phase began at
+    most one poll (0.25 s) and the fault's own making before each fault's ``startedAt - at``,
+    so the earliest of these is taken as its start. The fault that was quickest to make is
+    drawn at its ``at``, the others as much later as they started."""
+    made = [
+        (number, fault)
+        for number, fault in enumerate(result.get("faults") or [], 1)
+        if fault.get("startedAt") is not None and fault.get("endedAt") is not None
+    ]
+    if not made:
+        return []
+    origin_ms = min(fault["startedAt"] - fault["at"] * 1000 for _, fault in made)
+    return [
+        FaultBand(
+            number,
+            f"fault {number}: {describe_fault(fault)}",
+            (fault["startedAt"] - origin_ms) / 1000,
+            (fault["endedAt"] - origin_ms) / 1000,
+        )
+        for number, fault in made
+    ]
 
 
 @lru_cache(maxsize=32)

@@ -1,4 +1,5 @@
-"""The workload-file examples: tailing, catch-up, matrix, sweep, rate profile, secured driver."""
+"""The workload-file examples: tailing, catch-up, matrix, sweep, rate profile, secured driver,
+faults."""
 
 import json
 
@@ -130,3 +131,36 @@ def test_secured_driver_validates_from_the_environment_and_keeps_the_secret(exam
     assert "sasl.jaas.config=<redacted>" in shown.stdout
     for output in (valid, unset, no_ca, shown):
         assert PASSWORD not in output.stdout + output.stderr
+
+
+def test_a_command_fault_and_its_undo_run_and_the_result_frames_the_fault(example):
+    done = example.run(
+        "loadgen", "run", "-d", example.memory, example.examples / "13-faults/faults.yaml",
+        "--slo", "faults.recovered", "--slo", "fault.lost==0", "-o", "results/faults",
+    )  # fmt: skip
+    assert "fault: command at 2s for 2s started" in done.stderr
+    assert "fault: command at 2s for 2s ended" in done.stderr
+    assert "Fault 1: command at 2s for 2s: unavailable 0.0 s" in done.stderr
+    [doc] = example.results("results/faults")
+    assert example.exact(doc)
+    assert doc["run"]["options"]["stats_interval_s"] == 1.0  # 1-s intervals with faults
+    [fault] = doc["faults"]
+    assert fault["action"] == "command" and fault["error"] is None and fault["node"] is None
+    assert [(c["phase"], c["exitCode"], c["output"].strip()) for c in fault["commands"]] == [
+        ("fault", 0, "fault made"),
+        ("fault_undo", 0, "undone"),
+    ]
+    assert fault["endedAt"] - fault["startedAt"] >= 2000  # for: 2s, then the undo
+    windows = fault["windows"]
+    assert all(windows[name]["intervals"] >= 1 for name in ("before", "during", "after"))
+    assert windows["before"]["publishRate"] == pytest.approx(2000, rel=0.05)
+    assert fault["unavailableSeconds"] == 0  # the memory broker never stopped acknowledging
+    assert fault["lost"] == fault["duplicated"] == fault["outOfOrder"] == 0
+    if fault["recoverySeconds"] is None:  # no interval after it with p99 within 2x the before's
+        skip_if_host_busy(doc, "the fault's recovery")
+    assert done.returncode == 0, done.stderr
+    # interval-grained: from the fault's end to the end of the first whole interval after it
+    assert 0.9 < fault["recoverySeconds"] < 4.5, fault
+    assert doc["verdicts"]["faults"] == {"recovered": True, "seconds": fault["recoverySeconds"]}
+    assert [check["passed"] for check in doc["slo"]["checks"]] == [True, True]
+    assert "slo: pass faults.recovered: yes" in done.stderr

@@ -61,7 +61,8 @@ def fault_figures(
 
     * ``unavailableSeconds``: the longest stretch of consecutive intervals, from the fault's
       start on, in which no publish was acknowledged (``sent == 0``), summed by their lengths.
-      Interval-grained: with 1 s intervals, an outage of 2.3 s shows as 2 or 3 s.
+      Interval-grained: only whole intervals with no acknowledgement count, so with 1 s
+      intervals an outage of 2.3 s shows as 1 or 2 s.
     * ``recoverySeconds``: from ``ended_ms`` to the end of the first ``after`` interval whose
       publish p99 is within :data:`RECOVERY_LATENCY_FACTOR` times the before window's and whose
       publish rate is held (:data:`RECOVERY_RATE_SHARE`): the time by which the run was shown

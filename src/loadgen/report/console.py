@@ -15,6 +15,7 @@ from loadgen.engine.stats import (
     PUBLISH_FROM_INTENDED,
     IntervalStats,
 )
+from loadgen.formats.fault_windows import recovered
 from loadgen.formats.json_lines import MB
 
 
@@ -99,14 +100,14 @@ def format_faults(result: dict[str, Any]) -> str | None:
         if fault.get("error"):
             lines.append(f"{head}: NOT MADE ({fault['error']})")
             continue
-        recovery = fault.get("recoverySeconds")
-        recovered = (
-            f"recovered {recovery:.1f} s after it ended"
-            if recovery is not None
-            else f"NOT recovered ({fault.get('recoveryReason')})"
-        )
+        judged = recovered(fault)
+        if judged:
+            recovery = f"recovered {fault['recoverySeconds']:.1f} s after it ended"
+        else:
+            shown = "NOT recovered" if judged is False else "recovery not judged"
+            recovery = f"{shown} ({fault.get('recoveryReason')})"
         lines.append(
-            f"{head}: unavailable {fault.get('unavailableSeconds', 0):.1f} s, {recovered}; "
+            f"{head}: unavailable {fault.get('unavailableSeconds', 0):.1f} s, {recovery}; "
             f"lost {_count(fault.get('lost'))}, duplicated {_count(fault.get('duplicated'))}"
         )
     return "\n".join(lines)
@@ -251,7 +252,8 @@ def _consumers_line(block: dict[str, Any]) -> str:
 
 
 def format_verdicts(result: dict[str, Any]) -> str | None:
-    """The result's ``verdicts`` in a line each: rate held, consumers kept up, the drain."""
+    """The result's ``verdicts`` in a line each: rate held, consumers kept up, the drain, the
+    faults."""
     verdicts = result.get("verdicts")
     if verdicts is None:
         return None
@@ -261,4 +263,11 @@ def format_verdicts(result: dict[str, Any]) -> str | None:
         subscriptions = result.get("catchUp", {}).get("catchUpSubscriptionsPerTopic", 1)
         state = "completed" if drain["completed"] else "NOT COMPLETED"
         lines.append(f"drain: {state}, {describe_drain(drain, subscriptions)}")
+    faults = verdicts.get("faults")
+    if faults is not None:
+        if faults["recovered"]:
+            lines.append(f"faults: recovered, the slowest {faults['seconds']:.1f} s after it ended")
+        else:
+            state = "NOT recovered" if faults["recovered"] is False else "recovery not judged"
+            lines.append(f"faults: {state}, {faults['reason']}")
     return "\n".join(lines)

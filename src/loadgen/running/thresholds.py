@@ -14,6 +14,7 @@ its threshold: a limit nobody could check is no pass.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -122,9 +123,12 @@ class Check:
         return f"{self.threshold.text}: {shown}"
 
     def to_json(self) -> dict[str, Any]:
+        """``measured`` is null for a figure that is infinite (a fault never recovered from):
+        JSON has no infinity."""
+        finite = self.measured is not None and math.isfinite(self.measured)
         return {
             "expr": self.threshold.text,
-            "measured": self.measured,
+            "measured": self.measured if finite else None,
             "unit": self.threshold.unit,
             "passed": self.passed,
         }

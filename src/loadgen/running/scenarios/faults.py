@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loadgen.base.errors import ConfigError
+from loadgen.base.redaction import redact
 from loadgen.engine.contract import Worker
 from loadgen.running.hooks import HookRecord, Phase, run_command
 from loadgen.spec.faults import Fault
@@ -82,7 +83,7 @@ class FaultRecord:
             "startedAt": self.started_ms,
             "endedAt": self.ended_ms,
             "error": self.error,
-            "commands": [record.to_json() for record in self.commands],
+            "commands": [redact(record.to_json()) for record in self.commands],
         }
 
 
@@ -178,13 +179,13 @@ class FaultSchedule:
             log.warning("fault %s at %gs failed: %s", fault.action, fault.at_s, record.error)
         finally:
             record.ended_ms = _now_ms()
-            if record.error is None:
-                log.warning("fault: %s", self._describe(record, "ended"))
+            ended = "ended" if record.error is None else f"ended, but {record.error}"
+            log.warning("fault: %s", self._describe(record, ended))
 
     def _make(self, record: FaultRecord) -> None:
         fault, nodes, node = record.fault, self._nodes, record.node
         if fault.action == "command":
-            record.commands.append(self._command("fault", fault.command or ""))
+            self._command(record, "fault", fault.command or "")
             return
         assert nodes is not None and node is not None  # checked before the run (check_targets)
         {"kill": nodes.kill, "pause": nodes.pause, "stop": nodes.stop, "restart": nodes.stop}[
@@ -195,7 +196,7 @@ class FaultSchedule:
         fault, nodes, node = record.fault, self._nodes, record.node
         if fault.action == "command":
             if fault.undo:
-                record.commands.append(self._command("fault_undo", fault.undo))
+                self._command(record, "fault_undo", fault.undo)
             return
         assert nodes is not None and node is not None
         if fault.action == "pause":
@@ -203,11 +204,14 @@ class FaultSchedule:
         else:
             nodes.start(node)
 
-    def _command(self, phase: Phase, command: str) -> HookRecord:
+    def _command(self, record: FaultRecord, phase: Phase, command: str) -> None:
+        """Run a fault's command (or its undo), kept in the record; one that fails (exit code
+        not 0, or killed at its timeout) is the fault's error: it may not have been made."""
         done = run_command(phase, command, COMMAND_TIMEOUT_S, self._env)
-        if not done.ok:
-            log.warning("fault %s command exited %s: %s", phase, done.exit_code, command)
-        return done
+        record.commands.append(done)
+        if not done.ok and record.error is None:
+            what = "timed out" if done.exit_code is None else f"exited {done.exit_code}"
+            record.error = f"the {'undo' if phase == 'fault_undo' else 'command'} {what}"
 
     @staticmethod
     def _describe(record: FaultRecord, what: str) -> str:

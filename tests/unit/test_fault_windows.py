@@ -247,7 +247,11 @@ def test_lost_messages_are_attributed_to_the_windows_they_were_acknowledged_in()
     figures = fault_figures(restart_run(), at(3), at(4.5), RATE, lost_per_interval=lost)
     windows = figures["windows"]
     assert [windows[w]["lost"] for w in ("before", "during", "after")] == [1, 12, 2]
-    assert figures["lost"] == 14
+    # the fault's own: during and after, and the last interval before it (second 2: the 1
+    # acknowledged just before the broker failed)
+    assert figures["lost"] == 15
+    earlier = fault_figures(restart_run(), at(3), at(4.5), RATE, lost_per_interval=[1, *[0] * 9])
+    assert earlier["lost"] == 0 and earlier["windows"]["before"]["lost"] == 1  # second 0: not
 
 
 def test_lost_is_null_when_the_run_could_not_account():

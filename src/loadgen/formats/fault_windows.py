@@ -67,7 +67,9 @@ def fault_figures(
       publish p99 is within :data:`RECOVERY_LATENCY_FACTOR` times the before window's and whose
       publish rate is held (:data:`RECOVERY_RATE_SHARE`): the time by which the run was shown
       recovered. ``None`` when none was, with ``recoveryReason`` saying why.
-    * ``lost``, ``duplicated``, ``outOfOrder``: totals over ``during`` and ``after``.
+    * ``duplicated``, ``outOfOrder``: totals over ``during`` and ``after``; ``lost`` also takes
+      in the last ``before`` interval: what a broker loses when it fails is what it had
+      acknowledged and not yet delivered, acknowledged just before the fault started.
     """
     if ended_ms < started_ms:
         raise ValueError(f"the fault ended ({ended_ms}) before it started ({started_ms})")
@@ -104,7 +106,7 @@ def fault_figures(
         "unavailableSeconds": _longest_outage(fault),
         "recoverySeconds": recovery,
         "recoveryReason": reason,
-        "lost": sum(lost[n] for n in during + after) if accounted else None,
+        "lost": sum(lost[n] for n in before[-1:] + during + after) if accounted else None,
         "duplicated": sum(s.duplicates for s in fault),
         "outOfOrder": sum(s.out_of_order for s in fault),
     }

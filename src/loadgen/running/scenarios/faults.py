@@ -168,8 +168,9 @@ class FaultSchedule:
             log.warning("fault %s at %gs not made: %s", fault.action, fault.at_s, record.error)
             return
         try:
+            started_ms = _now_ms()  # a graceful stop takes a while: the fault starts with it
             self._make(record)
-            record.started_ms = _now_ms()
+            record.started_ms = started_ms
             log.warning("fault: %s", self._describe(record, "started"))
             if fault.for_s is not None:
                 self._ending.wait(fault.for_s)

@@ -56,6 +56,7 @@ OTHER_VOCABULARIES = {
     "sendAsync": "the Java clients",
     "messageSizeDistribution": "OMB's unmerged PR #443, named as what is not read",
     "matrix.keyDistributer": "a misspelt field, quoted from an error message on purpose",
+    "faults.recovered": "the verdict of a run's faults (--slo), not the workload's faults field",
 }
 
 

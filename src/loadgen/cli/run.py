@@ -419,6 +419,7 @@ def _write_csv(asked: Path, saved: SavedRun, subscriptions: int, output: Output)
                 saved.outcome.intervals,
                 subscriptions,
                 saved.result.get("verdicts"),
+                saved.result.get("faults", ()),
             ),
             output,
         )

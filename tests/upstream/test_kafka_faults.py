@@ -39,10 +39,16 @@ def cluster(tmp_path_factory):
 
 
 def run(
-    cluster, folder: Path, *faults: str, slo: tuple[str, ...] = (), **changes: str
+    cluster,
+    folder: Path,
+    *faults: str,
+    slo: tuple[str, ...] = (),
+    report: bool = False,
+    **changes: str,
 ) -> tuple[int, dict, str]:
     """``loadgen run`` with ``faults`` on the printed driver file, idempotence on, and
-    ``changes`` (``producerConfig=...``, ``topicConfig=...``) replacing its fields."""
+    ``changes`` (``producerConfig=...``, ``topicConfig=...``) replacing its fields; the HTML
+    report only when asked."""
     broker, env = cluster
     config = yaml.safe_load(Path(broker.driver_file).read_text())
     config["producerConfig"] += "\nenable.idempotence=true"
@@ -55,8 +61,8 @@ def run(
     arguments += [arg for limit in slo for arg in ("--slo", limit)]
     done = subprocess.run(
         [sys.executable, "-m", "loadgen", "run", "-d", str(driver), str(workload),
-         "--warmup", "3s", "--duration", "36s", "-o", str(folder / "out"), "--no-report",
-         *arguments],
+         "--warmup", "3s", "--duration", "36s", "-o", str(folder / "out"),
+         *([] if report else ["--no-report"]), *arguments],
         capture_output=True, text=True, timeout=240, env=env,
     )  # fmt: skip
     found = list((folder / "out").glob("*.json"))
@@ -80,9 +86,11 @@ def survived(code: int, result: dict, stderr: str) -> dict:
 def test_the_leader_killed_and_started_again_loses_nothing_and_recovers(cluster, tmp_path):
     code, result, stderr = run(
         cluster, tmp_path, "at=8s action=kill target=leader for=8s",
-        slo=("fault.lost==0", "fault.recovery<30s", "faults.recovered"),
+        slo=("fault.lost==0", "fault.recovery<30s", "faults.recovered"), report=True,
     )  # fmt: skip
     fault = survived(code, result, stderr)
+    [page] = (tmp_path / "out").glob("*.html")
+    assert 'id="fault-band-throughput' in page.read_text()  # the report shades the fault
     assert fault["endedAt"] - fault["startedAt"] >= 8000  # down 8 s, then started again
     assert "fault: kill node" in stderr and "Fault 1: kill node" in stderr
     assert [check["passed"] for check in result["slo"]["checks"]] == [True, True, True]

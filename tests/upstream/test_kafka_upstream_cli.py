@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from loadgen.driver_api.local.process import free_port, process_alive
+from loadgen_drivers.kafka.local import upstream
 
 pytestmark = pytest.mark.upstream
 
@@ -169,3 +170,14 @@ def test_a_distribution_whose_server_cannot_run_is_exit_3_naming_the_node_and_it
     [line] = up.stderr.strip().splitlines()
     assert "formatting node 1's storage failed" in line and "format.log" in line
     assert not any(Path(env["LOADGEN_STATE_DIR"]).glob("*.json"))
+
+
+def test_a_cluster_id_that_starts_with_a_dash_formats(monkeypatch):
+    """One cluster id in 32 starts with "-", which StorageTool read as an option (seen in CI)."""
+    real = upstream.secrets.token_bytes
+    monkeypatch.setattr(upstream.secrets, "token_bytes", lambda n: b"\xf8" + real(n - 1))
+    broker = upstream.start_upstream_kafka()
+    try:
+        assert broker.server.startswith("Apache Kafka")
+    finally:
+        broker.stop()

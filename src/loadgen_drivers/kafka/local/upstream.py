@@ -238,6 +238,7 @@ def _format(
     """Kafka's ``StorageTool format`` on every node at once, with one new cluster id; with a
     ``password``, SCRAM credentials for :data:`USER` too, passed in an argument file only its
     owner can read (never on a command line) and removed after."""
+    # one attached to its option: an id that starts with "-" (1 in 32) is an option otherwise
     cluster_id = base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode()
     scram = [
         f"--add-scram={mechanism}=[name={USER},password={password}]"
@@ -247,7 +248,7 @@ def _format(
     for node in layout:
         arguments = [
             "-cp", distribution.classpath_text, "kafka.tools.StorageTool", "format",
-            "-t", cluster_id, "-c", str(node.folder / "server.properties"), *scram,
+            f"--cluster-id={cluster_id}", "-c", str(node.folder / "server.properties"), *scram,
         ]  # fmt: skip
         argfile = write_private(node.folder / "format.args", "\n".join(arguments) + "\n")
         log_path = node.folder / "format.log"

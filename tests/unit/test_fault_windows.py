@@ -112,7 +112,9 @@ def test_no_recovery_when_publish_p99_stays_high():
     intervals = [*steady(range(3)), *steady(range(3, 10), publish_ms=4.5)]
     figures = fault_figures(intervals, at(3), at(4), RATE)
     assert figures["recoverySeconds"] is None
-    assert figures["recoveryReason"] == "publish p99 stayed above 2x (or 1 ms above) the before window's 2 ms"
+    assert figures["recoveryReason"] == (
+        "publish p99 stayed above 2x (or 1 ms above) the before window's 2 ms"
+    )
     assert recovered(figures) is False
 
 

@@ -132,6 +132,11 @@ def test_consumers_joining_and_leaving_a_group_mid_run_lose_and_repeat_nothing(
     """A group rebalances twice under load: each message read once, the changes recorded where
     the intervals show their pause (on Apache Kafka 4.4.0 the leave stalls the partitions of
     the leavers for up to a heartbeat, 3 s)."""
+    if kafka_spec.source == "tansu":
+        # passed alone, but in a loaded full suite (2026-12-07) tansu's group coordinator lost
+        # the remaining members' partitions after the leave: 18,230 of 30,006 read; it runs on
+        # Apache Kafka in the upstream step
+        pytest.skip("tansu's group coordinator loses partitions through a leave under load")
     chosen = workload(
         name="churn", partitionsPerTopic=6, producerRate=2000, consumerPerSubscription=2,
         testDurationMinutes=0.25,

@@ -108,12 +108,14 @@ def format_faults(result: dict[str, Any]) -> str | None:
             recovery = f"{shown} ({fault.get('recoveryReason')})"
         lines.append(
             f"{head}: unavailable {fault.get('unavailableSeconds', 0):.1f} s, {recovery}; "
-            f"lost {_count(fault.get('lost'))}, duplicated {_count(fault.get('duplicated'))}"
+            f"lost {count_text(fault.get('lost'))}, "
+            f"duplicated {count_text(fault.get('duplicated'))}"
         )
     return "\n".join(lines)
 
 
-def _count(value: int | None) -> str:
+def count_text(value: int | None) -> str:
+    """A count for a console line: ``n/a`` when it could not be taken."""
     return "n/a" if value is None else f"{value:,}"
 
 

@@ -24,6 +24,7 @@ from loadgen.engine.stats import (
     merge_all,
     sent_per_second,
 )
+from loadgen.report.console import count_text
 
 TABLE_PERCENTILES = (50.0, 99.0, 99.9)
 
@@ -123,8 +124,9 @@ class Result:
         header = "".join(f"{'p' + format(p, 'g'):>10}" for p in TABLE_PERCENTILES)
         lines = [
             f"{self.workload} on {self.driver}: sent {self.sent:,}, received {self.received:,}, "
-            f"errors {self.errors:,}, missing {self.missing:,}, lost {_count(self.lost)}, "
-            f"duplicated {_count(self.duplicates)}, out of order {_count(self.out_of_order)}",
+            f"errors {self.errors:,}, missing {self.missing:,}, lost {count_text(self.lost)}, "
+            f"duplicated {count_text(self.duplicates)}, "
+            f"out of order {count_text(self.out_of_order)}",
             f"publish rate {self.publish_rate:,.0f} msg/s, consume rate "
             f"{self.consume_rate:,.0f} msg/s over {self.measured_seconds:.1f} s"
             + (f" (incomplete: {self.stop_reason})" if self.incomplete else ""),
@@ -134,10 +136,6 @@ class Result:
             values = "".join(f"{latency.percentile(p):>10.3f}" for p in TABLE_PERCENTILES)
             lines.append(f"{latency.name:<24}{values}{latency.max_ms:>10.3f}{latency.count:>10}")
         return "\n".join(lines)
-
-
-def _count(value: int | None) -> str:
-    return "n/a" if value is None else f"{value:,}"
 
 
 def build_result(

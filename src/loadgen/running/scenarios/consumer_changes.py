@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from loadgen.engine.contract import Worker
+from loadgen.running.scenarios.timetable import Timetable
 from loadgen.spec import Workload
 from loadgen.spec.consumer_changes import ConsumerChange
 
@@ -25,19 +26,16 @@ class ConsumerChanges:
     """Makes the workload's consumer changes when they are due."""
 
     def __init__(self, changes: Sequence[ConsumerChange], per_subscription: int) -> None:
-        self._pending = sorted(changes, key=lambda change: change.at_s)
+        self._timetable = Timetable(changes)
         self._per_subscription = per_subscription
-        self._measure_started: float | None = None
         self._made: list[dict[str, Any]] = []
 
     def begin(self, phase: str, now: float, seconds: float) -> None:
-        if phase == "measure":
-            self._measure_started = now
+        self._timetable.begin(phase, now)
 
     def poll(self, worker: Worker, now: float) -> None:
-        started = self._measure_started
-        while started is not None and self._pending and now - started >= self._pending[0].at_s:
-            self._make(worker, self._pending.pop(0))
+        for change in self._timetable.due(now):
+            self._make(worker, change)
 
     def _make(self, worker: Worker, change: ConsumerChange) -> None:
         time_ms = time.time_ns() // 1_000_000

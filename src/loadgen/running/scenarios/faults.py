@@ -26,6 +26,7 @@ from loadgen.base.errors import ConfigError
 from loadgen.base.redaction import redact
 from loadgen.engine.contract import Worker
 from loadgen.running.hooks import HookRecord, Phase, run_command
+from loadgen.running.scenarios.timetable import Timetable
 from loadgen.spec.faults import Fault
 
 log = logging.getLogger("loadgen.run")
@@ -121,23 +122,19 @@ class FaultSchedule:
     def __init__(
         self, faults: tuple[Fault, ...], nodes: Nodes | None, env: Mapping[str, str]
     ) -> None:
-        self._pending = sorted(faults, key=lambda fault: fault.at_s)
+        self._timetable = Timetable(faults)
         self._nodes = nodes
         self._env = dict(env)
-        self._measure_started: float | None = None
         self._records: list[FaultRecord] = []
         self._threads: list[threading.Thread] = []
         self._ending = threading.Event()
         """Set when the run ends early: each fault still on is undone at once."""
 
     def begin(self, phase: str, now: float, seconds: float) -> None:
-        if phase == "measure":
-            self._measure_started = now
+        self._timetable.begin(phase, now)
 
     def poll(self, worker: Worker, now: float) -> None:
-        started = self._measure_started
-        while started is not None and self._pending and now - started >= self._pending[0].at_s:
-            fault = self._pending.pop(0)
+        for fault in self._timetable.due(now):
             record = FaultRecord(fault)
             self._records.append(record)
             self._aim(record, worker)

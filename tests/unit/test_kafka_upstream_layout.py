@@ -75,7 +75,7 @@ def test_a_restart_that_finds_no_nodes_is_a_setup_error_naming_the_folder(tmp_pa
     from loadgen_drivers.kafka.local import upstream
 
     monkeypatch.setattr(upstream, "java_binary", lambda kind: Path("/no/java"))
-    found = distribution.KafkaDistribution("4.4.0", (tmp_path / "x.jar",), "test")
+    found = java.ServerJars("4.4.0", (tmp_path / "x.jar",), "test")
     monkeypatch.setattr(upstream, "kafka_distribution", lambda: found)
     with pytest.raises(
         LocalBrokerSetupError, match=f"no Apache Kafka nodes to restart in {tmp_path}"
@@ -117,11 +117,11 @@ def test_kafka_home_without_kafkas_jars_is_a_setup_error_naming_what_to_set(tmp_
     (tmp_path / "libs").mkdir()
     (tmp_path / "libs" / "kafka-clients-4.4.0.jar").touch()
     with pytest.raises(LocalBrokerSetupError) as caught:
-        distribution.from_home(tmp_path)
+        distribution.KAFKA.from_home(tmp_path)
     assert caught.value.exit_code == 2
-    assert f"KAFKA_HOME={tmp_path} is not an Apache Kafka distribution" in str(caught.value)
+    assert f"KAFKA_HOME={tmp_path} is not an unpacked Apache Kafka" in str(caught.value)
     (tmp_path / "libs" / "kafka_2.13-4.3.1.jar").touch()
-    found = distribution.from_home(tmp_path)
+    found = distribution.KAFKA.from_home(tmp_path)
     assert found.version == "4.3.1" and len(found.classpath) == 2
 
 
@@ -183,7 +183,7 @@ def test_node_files_with_passwords_are_their_owners_only(tmp_path):
 
     nodes = layout(1, tmp_path)
     secured = Secured(tmp_path / "s.pem", tmp_path / "ca.pem", {"broker": "b", "loadgen": "p"})
-    found = distribution.KafkaDistribution("4.4.0", (tmp_path / "x.jar",), "test")
+    found = java.ServerJars("4.4.0", (tmp_path / "x.jar",), "test")
     upstream._write_node_files(nodes[0], nodes, secured, found)
     mode = stat.S_IMODE(os.stat(nodes[0].folder / "server.properties").st_mode)
     assert mode == 0o600

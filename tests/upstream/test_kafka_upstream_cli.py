@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import stat
 import subprocess
 import sys
@@ -132,31 +131,6 @@ def test_secured_upstream_logs_in_with_scram_and_refuses_a_wrong_password_in_sec
     finally:
         loadgen("brokers", "down", env=env)
     assert loadgen("brokers", "status", env=env).returncode == 1
-
-
-def test_a_kafka_home_that_is_no_distribution_is_exit_2_in_one_line(tmp_path, env):
-    (tmp_path / "libs").mkdir()
-    up = loadgen("brokers", "up", "kafka", "--upstream", env={**env, "KAFKA_HOME": str(tmp_path)})
-    assert up.returncode == 2
-    [line] = up.stderr.strip().splitlines()
-    assert f"KAFKA_HOME={tmp_path} is not an Apache Kafka distribution" in line
-
-
-def test_no_java_is_exit_2_naming_java_home(tmp_path, env):
-    up = loadgen("brokers", "up", "kafka", "--upstream", env={**env, "JAVA_HOME": str(tmp_path)})
-    assert up.returncode == 2
-    assert "install Java 17 or later, or set JAVA_HOME" in up.stderr
-
-
-def test_a_port_in_use_is_exit_2_before_anything_starts(env):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        up = loadgen("brokers", "up", "kafka", "--upstream", "--port", port, env=env)
-    assert up.returncode == 2
-    assert f"port 127.0.0.1:{port} is already in use" in up.stderr
-    assert not any(Path(env["LOADGEN_STATE_DIR"]).glob("*.json"))
 
 
 def test_a_distribution_whose_server_cannot_run_is_exit_3_naming_the_node_and_its_log(

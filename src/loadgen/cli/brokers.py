@@ -23,8 +23,9 @@ from loadgen.driver_api.local.process import LocalBroker
 @click.option(
     "--upstream",
     is_flag=True,
-    help="The project's own server (Apache Kafka, from $KAFKA_HOME or Maven Central) instead "
-    "of the stand-in; `up` prints its driver file. With down: only the upstream ones.",
+    help="The project's own server (Apache Kafka, Apache Pulsar's or Pravega's standalone, from "
+    "$KAFKA_HOME, $PULSAR_HOME, $PRAVEGA_HOME or Maven Central) instead of the stand-in; `up` "
+    "prints its driver file. With down: only the upstream ones.",
 )
 @click.option(
     "--nodes",
@@ -39,7 +40,7 @@ def brokers(
     """Start, stop or show local brokers for development and tests (127.0.0.1 only).
 
     \b
-    up [KIND]       start one (default kafka: tansu; --upstream: Apache Kafka itself)
+    up [KIND]       start one (default kafka: tansu; --upstream: the project's own server)
     down [KIND]     stop every running one of KIND (of every kind without KIND)
     status [KIND]   list the running ones (exit 1 when none)
     """
@@ -52,6 +53,8 @@ def brokers(
         shown = local.Variant(kind or "kafka", upstream=upstream, secure=secure).shown
         verb = "up" if started else "already running"
         click.echo(f"{shown} {verb} at {broker.address} ({describe(broker)})")
+        for name, url in broker.endpoints.items():
+            click.echo(f"{name}: {url}")
         if broker.driver_file:
             click.echo(f"driver file: {broker.driver_file}")
     elif action == "down":

@@ -21,7 +21,7 @@ from loadgen.base.errors import ConfigError, LocalBrokerSetupError
 from loadgen.driver_api.local.certs import write_private
 from loadgen.driver_api.local.process import LocalBroker, process_alive
 from loadgen.local_brokers.launcher import Variant as Variant
-from loadgen.local_brokers.launcher import start_with, starter_of, variants
+from loadgen.local_brokers.launcher import start_with, starter_of, starters, takes, variants
 
 
 def state_dir() -> Path:
@@ -74,6 +74,13 @@ def up(
         raise ConfigError(
             "--nodes starts a cluster of the project's own server", path="--nodes",
             value=nodes, allowed="with --upstream",
+        )  # fmt: skip
+    if nodes is not None and not takes(starter, "nodes"):
+        offered = starters(upstream=True)
+        clusters = [name for name, other in offered.items() if takes(other, "nodes")]
+        raise ConfigError(
+            f"{variant.shown} starts one node", path="--nodes", value=nodes,
+            allowed=f"KIND {' or '.join(clusters)} (clusters)",
         )  # fmt: skip
     running_one = status_of(variant)
     if running_one is not None:

@@ -5,6 +5,8 @@ when its broker starts, so a kind whose client is not installed costs nothing un
 from __future__ import annotations
 
 import importlib
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,5 +102,14 @@ def starter_of(variant: Variant) -> LocalStarter:
 def start_with(
     starter: LocalStarter, port: int | None, folder: Path | None, **options: Any
 ) -> LocalBroker:
+    return _function(starter)(port, folder, **options)
+
+
+def takes(starter: LocalStarter, option: str) -> bool:
+    """Whether the starter has the keyword ``option`` (``nodes``: it starts clusters)."""
+    return option in inspect.signature(_function(starter)).parameters
+
+
+def _function(starter: LocalStarter) -> Callable[..., LocalBroker]:
     module, _, name = starter.starter.partition(":")
-    return getattr(importlib.import_module(module), name)(port, folder, **options)
+    return getattr(importlib.import_module(module), name)

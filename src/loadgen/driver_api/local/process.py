@@ -85,6 +85,9 @@ class LocalBroker:
     """Every node's address, first the one in ``address``, where the broker is a cluster."""
     node_pids: list[int] = field(default_factory=list)
     """The other nodes' processes (the first is ``pid``), where the broker is a cluster."""
+    endpoints: dict[str, str] = field(default_factory=dict)
+    """What clients are pointed at, by what it is (``service URL``, ``admin URL``), where the
+    address alone does not say it."""
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout_s``; reaps the processes that are our children.

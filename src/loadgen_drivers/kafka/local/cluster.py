@@ -151,19 +151,3 @@ def _sasl_ssl(secured: Secured) -> dict[str, object]:
         "ssl.truststore.location": secured.ca,
         "ssl.client.auth": "none",
     }
-
-
-def log4j_properties(log_path: Path) -> str:
-    """log4j 2: the node's log in one file, INFO and up (the distribution's levels)."""
-    return (
-        "status = warn\n"
-        "appender.file.type = File\n"
-        "appender.file.name = file\n"
-        f"appender.file.fileName = {log_path}\n"
-        "appender.file.layout.type = PatternLayout\n"
-        "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-        "rootLogger.level = info\n"
-        "rootLogger.appenderRef.file.ref = file\n"
-        "logger.kafka.name = org.apache.kafka\n"
-        "logger.kafka.level = info\n"
-    )

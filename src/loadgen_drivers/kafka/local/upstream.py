@@ -24,7 +24,7 @@ import yaml
 
 from loadgen.base.errors import ConfigError, LocalBrokerError, LocalBrokerSetupError
 from loadgen.driver_api.local.certs import write_private
-from loadgen.driver_api.local.java import java_binary
+from loadgen.driver_api.local.java import ServerJars, java_binary, log4j2_properties
 from loadgen.driver_api.local.process import (
     LocalBroker,
     claim,
@@ -34,10 +34,11 @@ from loadgen.driver_api.local.process import (
     stop_processes,
 )
 from loadgen.driver_api.local.secured import folder_certs, stopped_on_failure
+from loadgen.driver_api.local.server_start import last_error
 from loadgen_drivers.kafka.config import parse_properties, to_librdkafka
 from loadgen_drivers.kafka.local import cluster
 from loadgen_drivers.kafka.local.cluster import MAX_NODES, Node, Secured
-from loadgen_drivers.kafka.local.distribution import KafkaDistribution, kafka_distribution
+from loadgen_drivers.kafka.local.distribution import kafka_distribution
 from loadgen_drivers.kafka.local.driver_file import driver_yaml, properties, sasl_ssl_settings
 
 DRIVER_NAME = "kafka-upstream-local"
@@ -115,7 +116,7 @@ def start_upstream_kafka(
 
 def _restart(
     java: Path,
-    distribution: KafkaDistribution,
+    distribution: ServerJars,
     port: int | None,
     log_dir: Path | None,
     detach: bool,
@@ -147,7 +148,7 @@ def _restart(
 
 def _serve(
     java: Path,
-    distribution: KafkaDistribution,
+    distribution: ServerJars,
     layout: list[Node],
     config: dict[str, Any],
     driver_file: Path,
@@ -216,7 +217,7 @@ def _secured(folder: Path, password: str) -> Secured:
 
 
 def _write_node_files(
-    node: Node, layout: list[Node], secured: Secured | None, distribution: KafkaDistribution
+    node: Node, layout: list[Node], secured: Secured | None, distribution: ServerJars
 ) -> None:
     """The node's configuration (its owner's only: it holds the PLAIN passwords), its log
     settings and its classpath, in a folder emptied first: a node is formatted anew."""
@@ -224,7 +225,7 @@ def _write_node_files(
     node.folder.mkdir(parents=True)
     configuration = cluster.server_properties(node, layout, secured)
     write_private(node.folder / "server.properties", configuration)
-    (node.folder / "log4j2.properties").write_text(cluster.log4j_properties(_log(node)))
+    (node.folder / "log4j2.properties").write_text(log4j2_properties(_log(node)))
     (node.folder / "classpath.args").write_text(f"-cp {distribution.classpath_text}\n")
 
 
@@ -232,9 +233,7 @@ def _log(node: Node) -> Path:
     return node.folder / "server.log"
 
 
-def _format(
-    java: Path, distribution: KafkaDistribution, layout: list[Node], password: str | None
-) -> None:
+def _format(java: Path, distribution: ServerJars, layout: list[Node], password: str | None) -> None:
     """Kafka's ``StorageTool format`` on every node at once, with one new cluster id; with a
     ``password``, SCRAM credentials for :data:`USER` too, passed in an argument file only its
     owner can read (never on a command line) and removed after."""
@@ -262,7 +261,7 @@ def _format(
                 raise LocalBrokerError(
                     "kafka",
                     f"formatting node {node.node_id}'s storage failed (exit {code}): "
-                    f"{_last_error(log_path)} (log {log_path})",
+                    f"{last_error([log_path])} (log {log_path})",
                 )
     finally:
         for _, argfile, _, process in running:
@@ -287,7 +286,7 @@ def start_node_again(folder: Path, timeout_s: float = NODE_LISTEN_TIMEOUT_S) -> 
             raise LocalBrokerError(
                 "kafka",
                 f"node {node.node_id} exited at its restart (exit {code}): "
-                f"{_last_error(_log(node))} (log {_log(node)})",
+                f"{last_error([_log(node)])} (log {_log(node)})",
             )
         if time.monotonic() > deadline:
             stop_processes([process.pid], STOP_TIMEOUT_S)
@@ -366,21 +365,9 @@ def _check_alive(layout: list[Node], processes: list[subprocess.Popen]) -> None:
         if code is not None:
             raise LocalBrokerError(
                 "kafka",
-                f"node {node.node_id} exited at start (exit {code}): {_last_error(_log(node))} "
+                f"node {node.node_id} exited at start (exit {code}): {last_error([_log(node)])} "
                 f"(log {_log(node)})",
             )
-
-
-def _last_error(log_path: Path) -> str:
-    """The last ERROR or exception line of a Kafka log, the line that says why it stopped."""
-    try:
-        lines = log_path.read_text(errors="replace").splitlines()
-    except OSError:
-        return "no log"
-    for line in reversed(lines):
-        if " ERROR " in line or "Exception" in line:
-            return line.strip()[:400]
-    return lines[-1].strip()[:400] if lines else "empty log"
 
 
 def _quiet() -> logging.Logger:

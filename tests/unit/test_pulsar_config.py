@@ -6,6 +6,7 @@ import pulsar
 import pytest
 
 from loadgen.base.errors import ConfigError
+from loadgen.driver_api import open_driver
 from loadgen.driver_api.driver_file import spec_from_dict
 from loadgen.spec.loader import load_yaml
 from loadgen_drivers.pulsar import Driver
@@ -279,3 +280,26 @@ def test_topic_names_follow_omb_and_the_admin_api_paths():
     assert prefix.startswith("non-persistent://benchmark/ns-") and prefix.endswith("/test")
     assert len(driver.namespace) == len("benchmark/ns-") + 7
     assert rest_path("persistent://t/ns/x") == "persistent/t/ns/x"
+
+
+@pytest.mark.parametrize(("content", "why"), [(None, "No such file"), ("not a pem", "X509")])
+def test_a_ca_file_that_cannot_be_read_is_exit_2_naming_driver_file_field_and_value(
+    tmp_path, content, why
+):
+    """Seen as a FileNotFoundError traceback before: the admin REST made its TLS context."""
+    ca = tmp_path / "ca.pem"
+    if content is not None:
+        ca.write_text(content)
+    spec = spec_from_dict(
+        {"name": "secured", "driver": "pulsar", "client": {
+            "serviceUrl": "pulsar+ssl://127.0.0.1:1", "httpUrl": "https://127.0.0.1:1",
+            "tlsTrustCertsFilePath": str(ca),
+        }},
+        source="secured.yaml",
+    )  # fmt: skip
+    with pytest.raises(ConfigError) as caught:
+        open_driver(spec)
+    assert caught.value.exit_code == 2
+    shown = str(caught.value)
+    assert shown.startswith("secured.yaml: client.tlsTrustCertsFilePath: the CA file cannot")
+    assert why in shown and str(ca) in shown

@@ -125,7 +125,8 @@ class Producer(Protocol):
     def send(
         self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
     ) -> None:
-        """Hand one message to the client without blocking; ``on_done`` reports its fate.
+        """Hand one message to the client without blocking (unless the producer is a
+        :class:`BlockingSends`); ``on_done`` reports its fate.
 
         ``message_id`` (a non-negative int64: producer number and sequence, opaque to the driver,
         or :data:`NO_MESSAGE_ID`) and ``intended_ns`` (when the schedule meant the message to go,
@@ -220,6 +221,12 @@ class TransactionalProducer(Protocol):
     def take_transactions(self) -> TransactionSample:
         """Everything since the last call (called from the stats thread, once per interval)."""
         ...
+
+
+class BlockingSends:
+    """A producer whose ``send`` may wait for the broker (a transaction committed in the send):
+    the producer loop checks its stop flag after each of its messages, not after a burst of
+    up to 512, so a stop is not followed by a burst of round trips that eat the drain."""
 
 
 class CallbackAcks:
@@ -482,5 +489,10 @@ def load_driver_class(spec: DriverSpec) -> type[BaseDriver]:
 
 
 def open_driver(spec: DriverSpec) -> BaseDriver:
-    """Instantiate the driver that ``spec`` selects."""
-    return load_driver_class(spec).from_config(spec)
+    """Instantiate the driver that ``spec`` selects; a config error it finds names the driver
+    file it came from."""
+    try:
+        return load_driver_class(spec).from_config(spec)
+    except ConfigError as error:
+        error.file = error.file or spec.source
+        raise

@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from functools import partial
 from time import perf_counter_ns, time_ns
 
-from loadgen.driver_api import CallbackAcks, Producer
+from loadgen.driver_api import BlockingSends, CallbackAcks, Producer
 from loadgen.engine.accounting import SEQ_BITS
 from loadgen.engine.burst import burst_sender
 from loadgen.engine.keys import KeySource
@@ -52,7 +52,8 @@ from loadgen.engine.rate import Schedule
 from loadgen.engine.recorder import Ack, CompiledProducerRecorder, PythonProducerRecorder
 
 BURST = 512
-"""Messages sent between two checks of the stop flag and two rounds of client polling."""
+"""Messages sent between two checks of the stop flag and two rounds of client polling (one
+when a producer's sends block: :class:`~loadgen.driver_api.BlockingSends`)."""
 POLL_EVERY_NS = 1_000_000
 MAX_WAIT_S = 0.001
 """Longest single wait: bounds how late the loop notices :meth:`ProducerLoop.stop`."""
@@ -114,6 +115,7 @@ class ProducerLoop:
         self._window = (
             None if max_in_flight is None else Window(self._producers, id_bases, max_in_flight)
         )
+        self._burst = 1 if any(isinstance(p, BlockingSends) for p in self._producers) else BURST
         self._stopping = False
         self._rate_change: tuple[float, bool] | None = None
         self._rate_lock = threading.Lock()
@@ -172,7 +174,7 @@ class ProducerLoop:
                     polls[waits % n_polls](min(wait_ns / 1e9, MAX_WAIT_S))
                     waits += 1
                 continue
-            end = min(due, sent + BURST)
+            end = min(due, sent + self._burst)
             if window is not None:
                 end = min(end, sent + window.room(sent))
                 if end == sent:

@@ -16,7 +16,8 @@ Fixtures, all session-scoped brokers on free 127.0.0.1 ports, started on first u
 
 ``--loadgen-broker KIND`` (repeatable) picks the brokers a session may start;
 ``--loadgen-upstream`` makes each ``<kind>_broker`` the project's own server where the driver
-declares one (Apache Kafka instead of tansu), so one suite runs on either.
+declares one (Apache Kafka instead of tansu, Apache Pulsar's standalone instead of pulsar-lite,
+Pravega's standalone instead of loadgen's local Pravega), so one suite runs on either.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--loadgen-upstream",
         action="store_true",
-        help="start each kind's own server where its driver declares one (Apache Kafka for "
-        "kafka) instead of the stand-in",
+        help="start each kind's own server where its driver declares one (Apache Kafka, "
+        "Apache Pulsar, Pravega) instead of the stand-in",
     )
 
 

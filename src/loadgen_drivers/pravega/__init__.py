@@ -22,6 +22,9 @@ class Driver(BaseDriver):
     client_distributions = ("pravega",)
     config_model = "loadgen_drivers.pravega.config:PravegaConfig"
     local_broker = LocalStarter("loadgen_drivers.pravega.local.launch:start_local_pravega", 9090)
+    upstream_local_broker = LocalStarter(
+        "loadgen_drivers.pravega.local.upstream:start_upstream_pravega", 29090
+    )
 
     @classmethod
     def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from time import time_ns
 from typing import Any
 
 from loadgen.base.errors import DriverError, LoadgenError
-from loadgen.driver_api import OnDone
+from loadgen.driver_api import BlockingSends, OnDone
 from loadgen_drivers.pravega.events import routing_key
 from loadgen_drivers.pravega.guard import describe, failure_of
 from loadgen_drivers.pravega.producer import Encode
@@ -81,8 +81,9 @@ def commit_in_child(
     write_transaction(_writers[writer_id], events)
 
 
-class TransactionalProducer:
-    """Collects a transaction's events; an event is done when its transaction is."""
+class TransactionalProducer(BlockingSends):
+    """Collects a transaction's events; an event is done when its transaction is. The send that
+    fills a transaction waits for its commit (30-85 ms on Pravega 0.13)."""
 
     def __init__(
         self,

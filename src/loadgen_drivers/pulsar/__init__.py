@@ -25,6 +25,12 @@ class Driver(BaseDriver):
     secured_local_broker = LocalStarter(
         "loadgen_drivers.pulsar.local.secure:start_secure_pulsar", 16651
     )
+    upstream_local_broker = LocalStarter(
+        "loadgen_drivers.pulsar.local.upstream:start_upstream_pulsar", 26650
+    )
+    secured_upstream_local_broker = LocalStarter(
+        "loadgen_drivers.pulsar.local.upstream:start_secured_upstream_pulsar", 26651
+    )
 
     @classmethod
     def config_from_url(cls, url: str, config: Mapping[str, Any]) -> dict[str, Any]:

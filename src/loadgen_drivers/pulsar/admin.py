@@ -16,7 +16,7 @@ import ssl
 import urllib.error
 import urllib.request
 
-from loadgen.base.errors import DriverError
+from loadgen.base.errors import ConfigError, DriverError
 from loadgen.driver_api import client_context
 from loadgen_drivers.pulsar.config import Authentication, ClientConfig, Persistence
 from loadgen_drivers.pulsar.login import credentials
@@ -52,7 +52,18 @@ def auth_headers(auth: Authentication) -> dict[str, str]:
 
 
 def ssl_context(client: ClientConfig) -> ssl.SSLContext:
-    context = client_context(cafile=client.tls_trust_certs_file_path)
+    """The trust the client's TLS settings give, for the admin REST and the handshake check; a
+    CA file that cannot be read is a config error (exit 2), not a traceback."""
+    cafile = client.tls_trust_certs_file_path
+    try:
+        context = client_context(cafile=cafile)
+    except (OSError, ssl.SSLError) as error:
+        raise ConfigError(
+            f"the CA file cannot be read ({getattr(error, 'strerror', None) or error})",
+            path="client.tlsTrustCertsFilePath",
+            value=cafile,
+            allowed="a readable PEM file of CA certificates",
+        ) from None
     if client.tls_allow_insecure_connection:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE

@@ -1,0 +1,204 @@
+"""Pravega itself as a local broker, and loadgen's Pravega driver on it: `loadgen brokers up
+pravega --upstream`, a run with the driver file it prints, then `down`; tailing with and
+without routing keys, catch-up, transactions and a stream that scales up mid-run, each with
+exact counts from loadgen's accounting.
+
+Needs Java 17 and Pravega standalone's jars (Maven Central once, then the cache; or
+$PRAVEGA_HOME): the `upstream` step of .ci/run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.upstream.test_kafka_upstream_cli import env
+from tests.upstream.test_kafka_upstream_cli import loadgen as loadgen_cli
+
+import loadgen
+from loadgen.driver_api.driver_spec import DriverSpec
+from loadgen.driver_api.local.process import LocalBroker, free_port, process_alive
+from loadgen.running.request import RunOptions, RunRequest
+from loadgen.running.runner import run_one
+from loadgen.spec import Workload
+from loadgen_drivers.pravega.events import clean_name
+from loadgen_drivers.pravega.local.distribution import PRAVEGA_VERSION
+from loadgen_drivers.pravega.local.upstream import start_upstream_pravega
+
+pytestmark = [pytest.mark.upstream, pytest.mark.usefixtures("pravega_can_start")]
+__all__ = ["env"]  # the fixture, used by name
+
+OMB_WORKLOAD = dict(
+    name="pravega upstream", topics=1, partitionsPerTopic=4, messageSize=1024,
+    keyDistributor="RANDOM_NANO", producersPerTopic=1, producerRate=2000,
+    subscriptionsPerTopic=1, consumerPerSubscription=2, testDurationMinutes=1,
+)  # fmt: skip
+"""OMB's 1 KiB workload shape, at 2k msg/s."""
+OMB_PRAVEGA = Path(__file__).parents[2] / "configs" / "drivers" / "pravega.yaml"
+SCALE_RUN_S = 150
+"""A stream's segment reports its event rate first two minutes after it was made (hard-coded
+in Pravega 0.13's segment store); the split came 2 min 7 s after the stream was made (the
+segment store's first scale request starts its request-stream writer, ~6 s), so the run
+writes on for ~20 s into the successors."""
+SCALE_TARGET = 20
+"""Events/s per segment the stream is told to hold: 200 msg/s on one segment is ten times it,
+past the five times a segment's two-minute rate must exceed to be split."""
+
+
+@pytest.fixture(scope="module")
+def broker():
+    started = start_upstream_pravega()
+    yield started
+    started.stop()
+
+
+def rest(rest_url: str, path: str) -> Any:
+    with urllib.request.urlopen(f"{rest_url}{path}", timeout=10) as answer:
+        return json.load(answer)
+
+
+def scopes(rest_url: str) -> list[str]:
+    return [scope["scopeName"] for scope in rest(rest_url, "/scopes")["scopes"]]
+
+
+def driver_spec(broker: LocalBroker, **settings: Any) -> DriverSpec:
+    """The broker's driver section in a scope of the test's own."""
+    client = {**broker.driver_config["client"], "scopeName": f"lg-{uuid.uuid4().hex[:8]}"}
+    config = {**broker.driver_config, "client": client, **settings}
+    return DriverSpec("Pravega", "pravega", config, "pravega upstream")
+
+
+def workload(seconds: float, **changes: Any) -> Workload:
+    fields = {**OMB_WORKLOAD, "testDurationMinutes": seconds / 60, "warmupDurationMinutes": 0}
+    return loadgen.workload(**{**fields, **changes})
+
+
+def run(chosen: Workload, spec: DriverSpec, out: Path, **options: Any) -> dict[str, Any]:
+    request = RunRequest(chosen, spec, RunOptions(stats_interval_s=1, **options), out_dir=out)
+    return run_one(request).result
+
+
+def assert_exact(result: dict[str, Any], subscriptions: int = 1) -> None:
+    assert result["totalMessagesSent"] > 0
+    assert result["totalMessagesReceived"] == subscriptions * result["totalMessagesSent"]
+    assert (result["totalLost"], result["totalDuplicates"]) == (0, 0)
+    assert result["totalPublishErrors"] == 0
+
+
+def state_files(env: dict[str, str]) -> list[Path]:
+    return list(Path(env["LOADGEN_STATE_DIR"]).glob("*.json"))
+
+
+def run_omb_file_at(uri: str, tmp_path: Path, env: dict[str, str]) -> dict[str, Any]:
+    """OMB's pravega.yaml with the printed controller URI, OMB's workload at 2k msg/s for 20 s,
+    as a user runs them."""
+    document = yaml.safe_load(OMB_PRAVEGA.read_text())
+    document["client"]["controllerURI"] = uri
+    driver_file = tmp_path / "pravega.yaml"
+    driver_file.write_text(yaml.safe_dump(document))
+    workload_file = tmp_path / "workload.yaml"
+    workload_file.write_text(yaml.safe_dump(OMB_WORKLOAD))
+    done = loadgen_cli(
+        "run", "-d", driver_file, workload_file, "--warmup", "2s", "--duration", "20s",
+        "--stats-interval", "5s", "-o", tmp_path / "out", "--no-report", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "rate: held" in done.stdout + done.stderr
+    [path] = (tmp_path / "out").glob("*.json")
+    result = json.loads(path.read_text())
+    assert_exact(result)
+    return result
+
+
+def test_up_then_omb_pravega_yaml_at_the_printed_uri_is_exact_then_down_leaves_nothing(
+    tmp_path, env
+):
+    port = free_port()
+    up = loadgen_cli("brokers", "up", "pravega", "--upstream", "--port", port, env=env)
+    pids: list[int] = []
+    try:
+        assert up.returncode == 0, up.stderr
+        uri = f"tcp://127.0.0.1:{port}"
+        assert f"pravega --upstream up at {uri} (Pravega {PRAVEGA_VERSION}" in up.stdout
+        [rest_url] = re.findall(r"^controller REST API: (\S+)$", up.stdout, re.MULTILINE)
+        [driver_file] = re.findall(r"^driver file: (.+)$", up.stdout, re.MULTILINE)
+        assert yaml.safe_load(Path(driver_file).read_text())["client"]["controllerURI"] == uri
+        pids = [json.loads(state.read_text())["pid"] for state in state_files(env)]
+        assert len(pids) == 1
+        result = run_omb_file_at(uri, tmp_path, env)
+        assert result["totalMessagesSent"] >= 20 * 2000 * 0.99
+        assert scopes(rest_url) == ["_system"]  # the run's streams, groups and scope: gone
+    finally:
+        down = loadgen_cli("brokers", "down", "pravega", env=env)
+    assert down.returncode == 0 and "pravega --upstream stopped" in down.stdout
+    assert not any(process_alive(pid) for pid in pids)
+    assert loadgen_cli("brokers", "status", env=env).returncode == 1
+
+
+@pytest.mark.parametrize("keys", ["RANDOM_NANO", "NO_KEY"])
+def test_tailing_counts_exactly_with_and_without_routing_keys(broker, keys, tmp_path):
+    spec = driver_spec(broker)
+    result = run(workload(6, keyDistributor=keys), spec, tmp_path)
+    assert_exact(result)
+    assert result["verdicts"]["rate"]["held"], result["verdicts"]["rate"]
+    assert spec.config["client"]["scopeName"] not in scopes(broker.endpoints["controller REST API"])
+
+
+def test_a_catch_up_run_builds_and_drains_its_backlog_reading_every_event_twice(broker, tmp_path):
+    chosen = workload(
+        4,
+        partitionsPerTopic=2,
+        messageSize=512,
+        subscriptionsPerTopic=2,
+        tailingSubscriptionsPerTopic=1,
+        consumerPerSubscription=1,
+        consumerBacklogSizeGB=6000 * 512 / 1024**3,  # 6 000 events: 3 s at 2k msg/s
+    )
+    result = run(chosen, driver_spec(broker), tmp_path, catch_up_timeout_s=60)
+    block = result["catchUp"]
+    assert block["targetReached"] and block["drained"], block
+    build = block["phases"]["build"]
+    assert build["catchUpReadRate"] < 0.01 * build["publishRate"]  # the reader held still
+    assert_exact(result, subscriptions=2)
+
+
+def test_transactions_commit_every_event_once_and_readers_see_them_only_at_the_commit(
+    broker, tmp_path
+):
+    """50 events a transaction at 100 msg/s: readers get an event only once its transaction
+    has committed, so a transaction's first event reaches them ~0.5 s after it was sent."""
+    spec = driver_spec(broker, enableTransaction=True, eventsPerTransaction=50)
+    result = run(workload(6, producerRate=100, partitionsPerTopic=2), spec, tmp_path)
+    assert_exact(result)
+    assert result["aggregatedEndToEndLatency50pct"] > 150  # ~245 ms: half a transaction
+
+
+def test_an_auto_scaling_stream_splits_mid_run_and_readers_follow_its_successors(broker, tmp_path):
+    spec = driver_spec(
+        broker,
+        enableStreamAutoScaling=True,
+        eventsPerSecond=SCALE_TARGET,
+        deleteStreams=False,  # sealed and kept, to ask the controller how it scaled
+    )
+    chosen = workload(SCALE_RUN_S, producerRate=10 * SCALE_TARGET, partitionsPerTopic=1)
+    result = run(chosen, spec, tmp_path, topic_names=("scaling",))
+    ended_ms = time.time() * 1000
+    assert_exact(result)
+    epochs = scaling_events(broker, spec.config["client"]["scopeName"], "scaling", ended_ms)
+    assert len(epochs[0]["segments"]) == 1
+    assert len(epochs[-1]["segments"]) >= 2 and epochs[-1]["splits"] >= 1, epochs
+    assert epochs[1]["timestamp"] < ended_ms - 10_000  # successors written and read 10 s+
+
+
+def scaling_events(broker: LocalBroker, scope: str, topic: str, until_ms: float) -> list[dict]:
+    """The stream's epochs as the controller's REST lists them: when each began, its
+    segments, and how many splits made it."""
+    path = f"/scopes/{scope}/streams/{clean_name(topic)}/scaling-events"
+    return rest(broker.endpoints["controller REST API"], f"{path}?from=0&to={int(until_ms)}")

@@ -158,7 +158,10 @@ def test_a_block_whose_sizes_do_not_match_its_data_closes_the_connection():
     run(scenario)
 
 
-def test_a_full_store_closes_each_write_and_says_so_once(capsys):
+def test_a_full_store_answers_each_append_sealed_and_says_so_once(capsys):
+    """Sealed is the reply on which the Rust writer stops instead of reconnecting; the segment
+    stays open for its readers, and the connection for the next request."""
+
     async def scenario(segments, connect, server) -> None:
         segments.create(SEGMENT)
         for request_id in (1, 2):
@@ -171,18 +174,20 @@ def test_a_full_store_closes_each_write_and_says_so_once(capsys):
                 delegation_token="",
             )
             block = event(b"x" * 20)
-            peer.writer.write(
-                encode(
-                    "AppendBlockEnd",
-                    writer_id=4,
-                    size_of_whole_events=len(block),
-                    data=block,
-                    num_event=1,
-                    last_event_number=1,
-                    request_id=request_id + 10,
-                )
+            refused = await peer.call(
+                "AppendBlockEnd",
+                writer_id=4,
+                size_of_whole_events=len(block),
+                data=block,
+                num_event=1,
+                last_event_number=1,
+                request_id=request_id + 10,
             )
-            assert await peer.closed() == b""
+            assert refused.name == "SegmentIsSealed"
+            assert (refused["request_id"], refused["segment"]) == (request_id + 10, SEGMENT)
+            assert "segment store full" in refused["server_stack_trace"]
+            assert (await peer.call("KeepAlive")).name == "KeepAlive"
+        assert (segments.get(SEGMENT).length, segments.get(SEGMENT).sealed) == (0, False)
 
     run(scenario, max_bytes=16)
     log = capsys.readouterr().out

@@ -18,6 +18,13 @@ events without a key (no order to keep) are never held.
 The client bounds nothing it has not acknowledged, so ``send`` does: beyond
 :data:`MAX_UNACKNOWLEDGED` events in flight it waits for acknowledgements, as a full queue
 makes Kafka's and Pulsar's clients wait.
+
+A writer can stop for good: when the segment store answers an append ``SegmentIsSealed`` and the
+stream has no successor segment (a sealed stream, or the local Pravega's full store), the
+client ends the writer, and the events it held fail with ``RecvError``. From then on 0.3.8's
+``write_event_async`` completes every write at once as if it had been written, though nothing
+reaches the server. So the first such failure stops the producer: every later completion is a
+failure, and ``send`` raises :class:`WriterStopped`, which ends the run with its cause named.
 """
 
 from __future__ import annotations
@@ -56,9 +63,28 @@ WriteAsync = Callable[[str, str | None], asyncio.Future]
 """``StreamWriter.write_event_async(event, routing_key)``."""
 
 
+STOPPED_SIGN = "RecvError"
+"""In a failed write's error: the client dropped the event unanswered, which it does only when
+the writer has ended."""
+
+
 class WriteFailed(DriverError):
     def __init__(self, error: BaseException) -> None:
         super().__init__("pravega", f"write failed: {describe(error)}")
+
+
+class WriterStopped(DriverError):
+    """The client's writer ended (see the module's docstring): nothing more can be written."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(
+            "pravega",
+            f"the writer stopped, its events dropped unanswered ({describe(error)}): the segment "
+            "store refused an append as sealed and the stream has no successor segment. Either "
+            "the stream was sealed, or the store is full: the local Pravega holds at most "
+            "--max-bytes of events (1 GiB by default) and frees nothing until streams are "
+            "deleted (docs/drivers/pravega-local.md)",
+        )
 
 
 class WriteLoop:
@@ -115,26 +141,30 @@ class EventProducer(CallbackAcks):
         """Per routing key with a write in flight, the writes waiting for it, oldest first."""
         self._room = threading.Event()
         """Set by each acknowledgement while ``send`` waits for room."""
+        self.stopped: WriterStopped | None = None
+        """Set on the loop thread once the writer is known to have ended; never cleared."""
 
     def send(
         self, key: bytes | None, payload: bytes, on_done: OnDone, message_id: int, intended_ns: int
     ) -> None:
+        if self.stopped is not None:
+            raise self.stopped  # ends the producer loop, and so the run, with the cause
         self.sent += 1
         if self.sent - self.completed > MAX_UNACKNOWLEDGED and not self._room_made():
             self.sent -= 1  # never written; ``completed`` belongs to the loop thread
-            on_done(WriteFailed(TimeoutError(f"no room for {FULL_WAIT_S:.0f} s")))
+            on_done(self.stopped or WriteFailed(TimeoutError(f"no room for {FULL_WAIT_S:.0f} s")))
             return
         self._submit(self, time_ns(), message_id, intended_ns, key, payload, on_done)
 
     def _room_made(self) -> bool:
         """Waits until acknowledgements bring the events in flight down to the bound; False
-        after :data:`FULL_WAIT_S` without."""
+        after :data:`FULL_WAIT_S` without, or once the writer stopped (no room will come)."""
         deadline = time.monotonic() + FULL_WAIT_S
         while self.sent - self.completed > MAX_UNACKNOWLEDGED:
             self._room.clear()
             if self.sent - self.completed <= MAX_UNACKNOWLEDGED:
                 break
-            if time.monotonic() > deadline:
+            if self.stopped is not None or time.monotonic() > deadline:
                 return False
             self._room.wait(ROOM_CHECK_S)
         return True
@@ -167,7 +197,11 @@ class EventProducer(CallbackAcks):
         payload: bytes,
         on_done: OnDone,
     ) -> None:
-        """Issue the write and bind ``on_done`` to its completion."""
+        """Issue the write and bind ``on_done`` to its completion; once the writer stopped, fail
+        it unwritten (the client would report it written)."""
+        if self.stopped is not None:
+            self._written(on_done, text_key, self.stopped)
+            return
         try:
             event = self._encode(sent_ns, message_id, intended_ns, payload)
             future = self._write_event_async(event, text_key)
@@ -177,14 +211,22 @@ class EventProducer(CallbackAcks):
         future.add_done_callback(partial(self._completed, on_done, text_key))
 
     def _completed(self, on_done: OnDone, text_key: str | None, future: asyncio.Future) -> None:
-        self._written(on_done, text_key, future.exception())
+        error = future.exception()
+        if error is not None and self.stopped is None and STOPPED_SIGN in str(error):
+            self.stopped = WriterStopped(error)
+        self._written(on_done, text_key, error)
 
     def _written(self, on_done: OnDone, text_key: str | None, error: BaseException | None) -> None:
-        """Report the write, then issue the next write its key held back."""
+        """Report the write, then issue the next write its key held back. After the writer
+        stopped, a write reported done is reported failed: the client says so of writes it
+        never sent."""
         self.completed += 1
         if not self._room.is_set():
             self._room.set()
-        on_done(None if error is None else WriteFailed(error))
+        if self.stopped is not None:
+            on_done(self.stopped)
+        else:
+            on_done(None if error is None else WriteFailed(error))
         if text_key is None:
             return
         held = self._held[text_key]

@@ -50,6 +50,7 @@ async def _serve(arguments: argparse.Namespace) -> None:
         await reaping
     await controller.stop(grace=0.5)
     store.close()
+    print(store.summary(), flush=True)  # type: ignore[attr-defined]
     await store.wait_closed()
 
 

@@ -34,9 +34,11 @@ def start_local_pravega(
     *,
     detach: bool = False,
     host: str = "127.0.0.1",
+    max_bytes: int | None = None,
 ) -> LocalBroker:
     """The controller on ``host``:``port`` (a free one by default), its segment store on a free
-    port beside it; returns once both accept. ``detach``: outlives this process."""
+    port beside it; returns once both accept. ``detach``: outlives this process. ``max_bytes``:
+    the store's bound (``--max-bytes``; 1 GiB when None), small to fill it in a test."""
     if importlib.util.find_spec("grpc") is None:  # the controller's gRPC, in the child
         raise MissingExtra("grpcio", "pravega")
     controller_port, folder, temporary = claim("pravega", port, log_dir, host=host)
@@ -53,6 +55,8 @@ def start_local_pravega(
         "--segment-store-port",
         str(store_port),
     ]
+    if max_bytes is not None:
+        command += ["--max-bytes", str(max_bytes)]
     process = spawn_logged(command, log_path, detach=detach)
     uri = f"tcp://{host}:{controller_port}"
     broker = LocalBroker(

@@ -113,18 +113,38 @@ class SegmentRequests:
             )
 
     def _store_full(self, error: StoreFull) -> CloseConnection:
-        """Pravega has no "store full" reply, so the write's connection is closed and the client
-        reconnects and resends until room is freed: its rate drops to 0 with no error. The log
-        says why once, not at every resend."""
+        """A table update past the bound: Pravega has no "store full" reply, so the connection is
+        closed (the client reconnects and retries until room is freed)."""
+        self._log_full(error)
+        return CloseConnection(str(error), logged=True)
+
+    def _append_refused(
+        self, error: StoreFull, request_id: int, name: str, event_number: int
+    ) -> bytes:
+        """An append past the bound is answered ``SegmentIsSealed``, the one reply on which the
+        Rust writer stops instead of reconnecting and resending: it asks the controller for the
+        segment's successors, gets none (streams here never scale) and ends, failing the events
+        it has in flight. The segment stays open, so readers still read what it holds. The reply's
+        stack trace and the log say the store is full."""
+        self._log_full(error)
+        return encode(
+            "SegmentIsSealed",
+            request_id=request_id,
+            segment=name,
+            server_stack_trace=f"segment store full: {error}",
+            offset=event_number,
+        )
+
+    def _log_full(self, error: StoreFull) -> None:
+        """The log says why once, not at every refused write."""
         if not self._full_logged:
             self._full_logged = True
             print(
-                f"segment store: FULL, {error}: every write is refused from now on (the writer "
-                "reconnects and resends, so its rate drops to 0) until streams are deleted or "
-                "truncated; --max-bytes sets the bound",
+                f"segment store: FULL, {error}: every append is refused from now on, answered "
+                "SegmentIsSealed (the writer stops and fails the events it has in flight), "
+                "until streams are deleted or truncated; --max-bytes sets the bound",
                 flush=True,
             )
-        return CloseConnection(str(error), logged=True)
 
     # connection
 
@@ -222,8 +242,8 @@ class SegmentRequests:
                 )
             self.segments.append(name, data)
             segment.attributes[attribute] = event_number
-        except StoreFull:
-            raise
+        except StoreFull as error:
+            return self._append_refused(error, request_id, name, event_number)
         except SegmentError as error:
             return _error_reply(error, request_id, name, event_number)
         return encode(

@@ -6,7 +6,8 @@ tail of a segment waits for data on a task of its own while later requests on th
 answered, as Pravega's segment store replies to a read whenever its data is there (replies
 carry their request's id). ``server.served`` counts the requests answered
 by command name, and the first answer of each kind prints ``served <Command>`` to stdout (the
-process log), which the conformance tests check.
+process log), which the conformance tests check; ``server.summary()`` says how many connections
+and requests there were, for the log at shutdown.
 """
 
 from __future__ import annotations
@@ -28,8 +29,16 @@ class _Store:
     def __init__(self, segments: Segments) -> None:
         self.requests = SegmentRequests(segments)
         self.served: Counter[str] = Counter()
+        self.connections = 0
+
+    def summary(self) -> str:
+        """Connections opened and requests answered: a client reconnecting in a loop shows as
+        far more connections than it has writers and readers."""
+        counts = ", ".join(f"{name} {count}" for name, count in sorted(self.served.items()))
+        return f"segment store: {self.connections} connections, requests served: {counts}"
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
         connection = Connection()
         reads: set[asyncio.Task] = set()
         try:
@@ -72,8 +81,9 @@ async def serve_segment_store(
     segments: Segments, host: str, port: int
 ) -> asyncio.base_events.Server:
     """Listens on ``host``:``port``; the caller closes the returned server, whose ``served``
-    counts the requests answered by command name."""
+    counts the requests answered by command name and ``summary()`` sums up its connections."""
     store = _Store(segments)
     server = await asyncio.start_server(store.serve, host, port)
     server.served = store.served  # type: ignore[attr-defined]
+    server.summary = store.summary  # type: ignore[attr-defined]
     return server

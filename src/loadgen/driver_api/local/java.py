@@ -74,7 +74,7 @@ class Distribution:
             self.kind,
             f"{self.kind}-{self.version}",
             self.coordinates,
-            lambda line: print(line, file=sys.stderr, flush=True),
+            say_on_stderr,
             self.boms,
         )
         return ServerJars(self.version, tuple(found), "Maven Central")
@@ -92,6 +92,11 @@ class Distribution:
                 "Central",
             )
         return ServerJars(versions[0], tuple(found), f"{self.variable}={home}")
+
+
+def say_on_stderr(line: str) -> None:
+    """Where a resolution's one line goes: stderr, so stdout keeps only what a command prints."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def java_binary(kind: str, minimum: int = 17) -> Path:

@@ -4,10 +4,14 @@ already has), else Maven Central, resolved once into the Maven cache."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
-from loadgen.driver_api.local.java import Distribution, ServerJars, maven_classpath
+from loadgen.driver_api.local.java import (
+    Distribution,
+    ServerJars,
+    maven_classpath,
+    say_on_stderr,
+)
 
 PULSAR_VERSION = "4.2.4"
 PULSAR = Distribution(
@@ -43,7 +47,7 @@ def pulsar_perf_classpath() -> list[Path]:
         "pulsar",
         "pulsar-perf-4.0.8",
         PERF_COORDINATES,
-        lambda line: print(line, file=sys.stderr, flush=True),
+        say_on_stderr,
         transitive=False,
     )
     return [*perf, *pulsar_distribution().classpath]

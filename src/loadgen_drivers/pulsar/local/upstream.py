@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import ssl
 import subprocess
 import urllib.error
 import urllib.request
@@ -35,6 +34,8 @@ from loadgen.driver_api.local.process import (
 )
 from loadgen.driver_api.local.secured import folder_certs, stopped_on_failure
 from loadgen.driver_api.local.server_start import await_serving
+from loadgen_drivers.pulsar.admin import auth_headers, ssl_context
+from loadgen_drivers.pulsar.config import ClientConfig
 from loadgen_drivers.pulsar.local.distribution import pulsar_distribution
 from loadgen_drivers.pulsar.local.jwt_hs256 import make_token, new_secret
 
@@ -256,15 +257,13 @@ def _await_ready(
     process: subprocess.Popen, listeners: Listeners, folder: Path, config: dict[str, Any]
 ) -> None:
     """Return once the admin REST lists ``public/default`` (standalone makes the cluster, then
-    that namespace), asked as the printed driver file would (its token and CA)."""
-    client = config["client"]
-    request = urllib.request.Request(f"{listeners.admin_url}/admin/v2/namespaces/public")
-    token = client.get("authentication", {}).get("data", "").removeprefix("token:")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    context = ssl.create_default_context(cafile=client["tlsTrustCertsFilePath"]) if (
-        listeners.secure
-    ) else None  # fmt: skip
+    that namespace), asked as the driver asks it with the printed file (its token and trust)."""
+    client = ClientConfig.model_validate(config["client"])
+    request = urllib.request.Request(
+        f"{listeners.admin_url}/admin/v2/namespaces/public",
+        headers=auth_headers(client.authentication),
+    )
+    context = ssl_context(client) if listeners.secure else None
 
     def serves_default_namespace() -> bool:
         try:

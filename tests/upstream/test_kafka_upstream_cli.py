@@ -56,21 +56,29 @@ def pids_of(state_dir: Path) -> list[int]:
     return pids
 
 
-def run_exact(driver_file: Path, tmp_path: Path, env) -> dict:
-    workload = tmp_path / "workload.yaml"
-    workload.write_text(yaml.safe_dump(WORKLOAD))
+def run_exact(
+    driver_file: Path, workload_file: Path, out: Path, env, *, warmup="3s", duration="10s",
+    interval="2s",
+) -> dict:  # fmt: skip
+    """A `loadgen run` as a user types it; its result, checked exact with its rate held."""
     done = loadgen(
-        "run", "-d", driver_file, workload, "--warmup", "3s", "--duration", "10s",
-        "--stats-interval", "2s", "-o", tmp_path / "out", "--no-report", env=env,
+        "run", "-d", driver_file, workload_file, "--warmup", warmup, "--duration", duration,
+        "--stats-interval", interval, "-o", out, "--no-report", env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    [path] = (tmp_path / "out").glob("*.json")
+    [path] = out.glob("*.json")
     result = json.loads(path.read_text())
     assert result["totalMessagesSent"] > 0
     assert result["totalMessagesReceived"] == result["totalMessagesSent"]
     assert result["totalLost"] == 0 and result["totalDuplicates"] == 0
     assert "rate: held" in done.stdout + done.stderr
     return result
+
+
+def workload_file(tmp_path: Path) -> Path:
+    path = tmp_path / "workload.yaml"
+    path.write_text(yaml.safe_dump(WORKLOAD))
+    return path
 
 
 @pytest.mark.parametrize("nodes", [1, 3])
@@ -93,7 +101,7 @@ def test_up_then_a_run_with_the_printed_file_counts_exactly_then_down_leaves_not
         status = loadgen("brokers", "status", env=env)
         assert status.returncode == 0
         assert f"kafka --upstream running at 127.0.0.1:{port}" in status.stdout
-        run_exact(printed_driver_file(up), tmp_path, env)
+        run_exact(printed_driver_file(up), workload_file(tmp_path), tmp_path / "out", env)
         pids = pids_of(state)
         assert len(pids) == nodes
     finally:
@@ -112,7 +120,7 @@ def test_secured_upstream_logs_in_with_scram_and_refuses_a_wrong_password_in_sec
         text = driver_file.read_text()
         [password] = re.findall(r'password="([^"]+)"', text)
         assert "security.protocol=SASL_SSL" in text and "sasl.mechanism=SCRAM-SHA-512" in text
-        run_exact(driver_file, tmp_path, env)
+        run_exact(driver_file, workload_file(tmp_path), tmp_path / "out", env)
         readable = [
             path for path in state.rglob("*")
             if path.is_file() and stat.S_IMODE(path.stat().st_mode) & 0o077

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.upstream.test_kafka_upstream_cli import env
+from tests.upstream.test_kafka_upstream_cli import env, pids_of, run_exact
 from tests.upstream.test_kafka_upstream_cli import loadgen as loadgen_cli
 
 import loadgen
@@ -92,10 +92,6 @@ def assert_exact(result: dict[str, Any], subscriptions: int = 1) -> None:
     assert result["totalPublishErrors"] == 0
 
 
-def state_files(env: dict[str, str]) -> list[Path]:
-    return list(Path(env["LOADGEN_STATE_DIR"]).glob("*.json"))
-
-
 def run_omb_file_at(uri: str, tmp_path: Path, env: dict[str, str]) -> dict[str, Any]:
     """OMB's pravega.yaml with the printed controller URI, OMB's workload at 2k msg/s for 20 s,
     as a user runs them."""
@@ -105,14 +101,10 @@ def run_omb_file_at(uri: str, tmp_path: Path, env: dict[str, str]) -> dict[str, 
     driver_file.write_text(yaml.safe_dump(document))
     workload_file = tmp_path / "workload.yaml"
     workload_file.write_text(yaml.safe_dump(OMB_WORKLOAD))
-    done = loadgen_cli(
-        "run", "-d", driver_file, workload_file, "--warmup", "2s", "--duration", "20s",
-        "--stats-interval", "5s", "-o", tmp_path / "out", "--no-report", env=env,
+    result = run_exact(
+        driver_file, workload_file, tmp_path / "out", env, warmup="2s", duration="20s",
+        interval="5s",
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "rate: held" in done.stdout + done.stderr
-    [path] = (tmp_path / "out").glob("*.json")
-    result = json.loads(path.read_text())
     assert_exact(result)
     return result
 
@@ -130,7 +122,7 @@ def test_up_then_omb_pravega_yaml_at_the_printed_uri_is_exact_then_down_leaves_n
         [rest_url] = re.findall(r"^controller REST API: (\S+)$", up.stdout, re.MULTILINE)
         [driver_file] = re.findall(r"^driver file: (.+)$", up.stdout, re.MULTILINE)
         assert yaml.safe_load(Path(driver_file).read_text())["client"]["controllerURI"] == uri
-        pids = [json.loads(state.read_text())["pid"] for state in state_files(env)]
+        pids = pids_of(Path(env["LOADGEN_STATE_DIR"]))
         assert len(pids) == 1
         result = run_omb_file_at(uri, tmp_path, env)
         assert result["totalMessagesSent"] >= 20 * 2000 * 0.99

@@ -10,7 +10,6 @@ Needs Java 17 and Pulsar's jars (Maven Central once, then the cache; or $PULSAR_
 
 from __future__ import annotations
 
-import json
 import re
 import stat
 import time
@@ -18,7 +17,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.upstream.test_kafka_upstream_cli import env, loadgen, pids_of, printed_driver_file
+from tests.upstream.test_kafka_upstream_cli import (
+    env,
+    loadgen,
+    pids_of,
+    printed_driver_file,
+    run_exact,
+)
 
 from loadgen.driver_api.local.process import free_port, process_alive
 from loadgen_drivers.pulsar.local.jwt_hs256 import make_token, new_secret
@@ -50,18 +55,9 @@ def omb_file_at(up_stdout: str, subscription: str, tmp_path: Path) -> Path:
     return path
 
 
-def run_exact(driver_file: Path, workload_file: Path, out: Path, env) -> dict:
-    done = loadgen(
-        "run", "-d", driver_file, workload_file, "--warmup", "3s", "--duration", "20s",
-        "--stats-interval", "2s", "-o", out, "--no-report", env=env,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    [path] = out.glob("*.json")
-    result = json.loads(path.read_text())
+def run_20s_exact(driver_file: Path, workload_file: Path, out: Path, env) -> dict:
+    result = run_exact(driver_file, workload_file, out, env, duration="20s")
     assert result["totalMessagesSent"] > 90_000
-    assert result["totalMessagesReceived"] == result["totalMessagesSent"]
-    assert result["totalLost"] == 0 and result["totalDuplicates"] == 0
-    assert "rate: held" in done.stdout + done.stderr
     return result
 
 
@@ -77,7 +73,7 @@ def test_omb_pulsar_yaml_at_the_printed_urls_is_exact_on_exclusive_and_failover(
         assert printed["client"]["serviceUrl"] == f"pulsar://127.0.0.1:{port}"
         for subscription, consumers in (("Exclusive", 1), ("Failover", 2)):
             driver_file = omb_file_at(up.stdout, subscription, tmp_path)
-            run_exact(driver_file, workload(tmp_path, consumers), tmp_path / subscription, env)
+            run_20s_exact(driver_file, workload(tmp_path, consumers), tmp_path / subscription, env)
         status = loadgen("brokers", "status", env=env)
         assert f"pulsar --upstream running at 127.0.0.1:{port}" in status.stdout
         pids = pids_of(Path(env["LOADGEN_STATE_DIR"]))
@@ -100,7 +96,7 @@ def test_secured_upstream_logs_in_with_a_token_and_refuses_a_wrong_one_in_second
         text = driver_file.read_text()
         [token] = re.findall(r"token:([\w.-]+)", text)
         assert token not in up.stdout + up.stderr
-        run_exact(driver_file, workload(tmp_path, 2), tmp_path / "secured", env)
+        run_20s_exact(driver_file, workload(tmp_path, 2), tmp_path / "secured", env)
         readable = [
             path for path in state.rglob("*")
             if path.is_file() and stat.S_IMODE(path.stat().st_mode) & 0o077

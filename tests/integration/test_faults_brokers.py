@@ -6,7 +6,7 @@ starts, each run ending by itself and saying what the fault cost:
 - tansu keeps messages in memory only. Restarted under a consumer that reads every ~0.5 s, it
   drops what it had acknowledged and not yet delivered: the run counts those messages lost and
   the console names them. Killed for longer than the printed driver file's consumer session,
-  its consumer never reads again: the run says so.
+  its consumer mostly never reads again (sometimes tansu takes it back): the run says which.
 - pulsar-lite keeps what it acknowledged in RocksDB: killed and started again, it loses
   nothing, and what it delivers twice is counted.
 
@@ -210,14 +210,15 @@ def test_tansu_restarted_drops_what_it_had_not_delivered_and_the_run_counts_it_l
     assert fault["lost"] == lost, lost_by_window(fault)
 
 
-def test_tansu_killed_longer_than_the_consumer_session_leaves_a_consumer_that_reads_no_more(
-    state_dir, tmp_path
-):
-    """The printed driver section's 2-s consumer session lapses while tansu is down 5 s; after
-    tansu is back its consumer reads nothing more. The run still ends by itself, and says so:
+def test_tansu_killed_longer_than_the_consumer_session_is_reported_as_it_ended(state_dir, tmp_path):
+    """The printed driver section's 2-s consumer session lapses while tansu is down 5 s. What
+    follows is tansu's, not loadgen's: mostly its consumer reads nothing more, but in some runs
+    (one CI run: reading again 1.9 s after the restart) tansu takes the consumer back. Either
+    way the run ends by itself and says what happened. A consumer that never read again:
     deliveries stopped and never resumed, the consumers fell behind, and every message
-    acknowledged after the restart was never received: with no backlog known at the end
-    (``totalUnread`` null), they count as lost, though tansu may still hold them."""
+    acknowledged after the restart counts as lost (with no backlog known at the end,
+    ``totalUnread`` null), though tansu may still hold them. A consumer taken back: the outage
+    ended, the consumers read on at the rate, and nothing is said to be unrecovered."""
     with local_broker("kafka") as broker:
         run = run_with_fault(
             broker, tmp_path, "at=7s action=kill target=broker:1 for=5s", TANSU_RATE
@@ -226,18 +227,25 @@ def test_tansu_killed_longer_than_the_consumer_session_leaves_a_consumer_that_re
     ended_by_itself(run)
     result, fault = run.result, run.fault
     after = fault["windows"]["after"]
-    assert after["consumeRate"] == 0 and after["publishRate"] > 0.9 * TANSU_RATE
-    [stalled] = [outage for outage in result["outages"] if outage["role"] == "consume"]
-    assert stalled["recovered"] is False
-    assert result["verdicts"]["consumers"]["keptUp"] is False
-    assert "not recovered by the end" in run.console and "consumers: FALLING BEHIND" in run.console
+    assert after["publishRate"] > 0.9 * TANSU_RATE
     lost, unread = result["totalLost"], result["totalUnread"] or 0
     sent, received = result["totalMessagesSent"], result["totalMessagesReceived"]
     assert received == sent - lost - unread + result["totalDuplicates"]
-    assert after["lost"] >= after["publishRate"] * after["seconds"] * 0.9  # all of them
-    assert f"{lost:,} lost" in run.console and run.summary().endswith(
-        f"; lost {fault['lost']:,}, duplicated {fault['duplicated']:,}"
-    )
+    assert f"{lost:,} lost" in run.console or lost == 0
+    assert run.summary().endswith(f"; lost {fault['lost']:,}, duplicated {fault['duplicated']:,}")
+    # down 5 s: deliveries stopped for longer than the 1-s outage threshold
+    [stalled] = [outage for outage in result["outages"] if outage["role"] == "consume"]
+    if after["consumeRate"] == 0:
+        assert stalled["recovered"] is False
+        assert result["verdicts"]["consumers"]["keptUp"] is False
+        assert "not recovered by the end" in run.console
+        assert "consumers: FALLING BEHIND" in run.console
+        assert after["lost"] >= after["publishRate"] * after["seconds"] * 0.9  # all of them
+    else:
+        assert stalled["recovered"] is True and stalled["seconds"] >= 4.0, stalled
+        assert after["consumeRate"] > 0.9 * TANSU_RATE
+        assert isinstance(fault["recoverySeconds"], float), fault["recoveryReason"]
+        assert "not recovered by the end" not in run.console
 
 
 def test_pulsar_lite_killed_and_started_again_loses_nothing_and_counts_what_came_twice(

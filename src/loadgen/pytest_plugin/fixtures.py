@@ -4,7 +4,9 @@ Fixtures, all session-scoped brokers on free 127.0.0.1 ports, started on first u
 
 * ``kafka_broker`` (tansu), ``rabbitmq_broker`` (Debian rabbitmq-server), ``pulsar_broker``
   (pulsar-lite, 16 partitions per auto-created topic), ``pravega_broker`` (loadgen's local
-  Pravega, :mod:`loadgen_drivers.pravega.local`): each the broker its driver declares
+  Pravega, :mod:`loadgen_drivers.pravega.local`), ``nats_broker`` (nats-server with JetStream),
+  ``redis_broker`` (Debian redis-server), ``rabbitmq_streams_broker`` (Debian rabbitmq-server
+  with its stream plugin): each the broker its driver declares
   (:attr:`loadgen.driver_api.BaseDriver.local_broker`);
   a broker that cannot start skips the test with the reason (fails it when
   ``LOADGEN_REQUIRE_BROKERS=1``), as does one left out by ``--loadgen-broker``.
@@ -86,8 +88,13 @@ def start_local_broker(config: pytest.Config, kind: str, **options: Any) -> Loca
         unavailable(f"the local {kind} broker did not start: {error}")
 
 
+def fixture_name(kind: str) -> str:
+    """``<kind>_broker``, a hyphen in the kind an underscore (``rabbitmq_streams_broker``)."""
+    return f"{kind.replace('-', '_')}_broker"
+
+
 def _broker_fixture(kind: str):
-    @pytest.fixture(scope="session", name=f"{kind}_broker")
+    @pytest.fixture(scope="session", name=fixture_name(kind))
     def broker(request: pytest.FixtureRequest) -> Iterator[LocalBroker]:
         started = start_local_broker(request.config, kind)
         yield started
@@ -100,6 +107,9 @@ kafka_broker = _broker_fixture("kafka")
 rabbitmq_broker = _broker_fixture("rabbitmq")
 pulsar_broker = _broker_fixture("pulsar")
 pravega_broker = _broker_fixture("pravega")
+nats_broker = _broker_fixture("nats")
+redis_broker = _broker_fixture("redis")
+rabbitmq_streams_broker = _broker_fixture("rabbitmq-streams")
 
 
 class _DeclaredBrokers:
@@ -132,7 +142,7 @@ def loadgen_broker(request: pytest.FixtureRequest) -> LocalBroker:
     """The broker of the kind this test instance is parametrized with: the ``<kind>_broker``
     fixture where one exists (a conftest may override it), else the kind's declared broker."""
     try:
-        return request.getfixturevalue(f"{request.param}_broker")
+        return request.getfixturevalue(fixture_name(request.param))
     except pytest.FixtureLookupError:
         return request.getfixturevalue("_loadgen_declared_brokers").get(request.param)
 

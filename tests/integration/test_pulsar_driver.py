@@ -22,6 +22,7 @@ from typing import ClassVar
 import pulsar
 import pytest
 
+from harness.deliveries import Inbox, wait_for
 from loadgen.base.errors import BrokerUnreachable
 from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec, open_driver
 from loadgen.driver_api.driver_spec import DriverSpec
@@ -73,15 +74,6 @@ def driver():
 @pytest.fixture
 def topic(request):
     return f"persistent://public/default/lg-{request.node.name[:30]}-{time.monotonic_ns()}"
-
-
-def wait_for(condition, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def send_all(producer, count, key=None, size=0):
@@ -141,17 +133,6 @@ def test_a_longer_payload_carries_them_in_its_first_32_bytes_and_keeps_its_size(
 
 
 SHARED = {"subscriptionType": "Shared"}
-
-
-class Inbox:
-    def __init__(self):
-        self.stamps = []
-
-    def __call__(self, payload, sent_ns, message_id, intended_ns, partition):
-        self.stamps.append((payload, sent_ns, message_id, intended_ns, partition))
-
-    def __len__(self):
-        return len(self.stamps)
 
 
 def number(payload):

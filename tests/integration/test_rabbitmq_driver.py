@@ -6,6 +6,7 @@ import time
 import pika
 import pytest
 
+from harness.deliveries import Inbox, wait_for
 from loadgen.base.errors import BrokerLoginRefused, BrokerUnreachable, DriverError
 from loadgen.driver_api import NO_MESSAGE_ID, NO_SEND_TIME_NS, STAMP, TopicSpec, open_driver
 from loadgen.driver_api.driver_spec import DriverSpec
@@ -112,24 +113,6 @@ def test_keyed_messages_go_to_the_partition_of_their_key(driver, rabbitmq_broker
     rmq.delete_topics([topic_name])
 
 
-class Inbox:
-    def __init__(self):
-        self.stamps = []
-
-    def __call__(self, payload, sent_ns, message_id, intended_ns, partition):
-        self.stamps.append((payload, sent_ns, message_id, intended_ns, partition))
-
-    def __len__(self):
-        return len(self.stamps)
-
-
-def wait_for(condition, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-
-
 def test_each_message_comes_back_with_its_id_intended_time_and_partition(driver, topic_name):
     rmq = driver()
     rmq.create_topics([TopicSpec(topic_name, 16)])
@@ -141,7 +124,7 @@ def test_each_message_comes_back_with_its_id_intended_time_and_partition(driver,
     assert send_all(producer, keys, payload=lambda i: b"%d" % i) == [None] * 3000
     producer.send(None, b"probe", lambda *_: None, NO_MESSAGE_ID, NO_SEND_TIME_NS)
     assert producer.flush(10) == 0
-    wait_for(lambda: len(inbox) >= 3001)
+    assert wait_for(lambda: len(inbox) >= 3001)
     got = {payload: stamp for payload, *stamp in inbox.stamps}
     assert len(got) == len(inbox) == 3001
     assert got.pop(b"probe")[1:3] == [NO_MESSAGE_ID, NO_SEND_TIME_NS]
@@ -178,7 +161,7 @@ def test_messages_without_a_well_formed_stamp_are_skipped_and_counted(
     ]:
         channel.basic_publish(topic_name, "1", body, pika.BasicProperties(headers=headers))
     connection.close()
-    wait_for(lambda: len(inbox) == 1 and consumer.foreign.count == 4)
+    assert wait_for(lambda: len(inbox) == 1 and consumer.foreign.count == 4)
     time.sleep(0.3)  # nothing else may arrive: absence needs a wait
     assert inbox.stamps == [(b"ours", sent_ns, 7, sent_ns, 1)]
     assert consumer.foreign.count == 4

@@ -99,7 +99,7 @@ def test_a_plug_in_driver_declares_its_scheme():
 
 def test_an_unknown_scheme_lists_the_built_in_and_plug_in_ones():
     with pytest.raises(ConfigError) as raised:
-        urls.driver_for_url("nats://h:4222")
+        urls.driver_for_url("mqtt://h:1883")
     message = str(raised.value)
-    assert "nats://h:4222" in message
+    assert "mqtt://h:1883" in message
     assert "kafka://host:port" in message and "memory://host:port" in message

@@ -36,7 +36,8 @@ def env(tmp_path):
     return {**os.environ, "LOADGEN_STATE_DIR": str(tmp_path / "state")}
 
 
-def loadgen(*args, env, timeout=180):
+def loadgen(*args, env=None, timeout=180):
+    """``loadgen ARGS`` as a user types it (``env``: the whole environment; None: this one)."""
     return subprocess.run(
         [sys.executable, "-m", "loadgen", *map(str, args)],
         capture_output=True, text=True, timeout=timeout, env=env,

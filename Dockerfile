@@ -1,7 +1,8 @@
 # The loadgen image: a worker by default (`loadgen worker` on 0.0.0.0:8080, which needs
 # -e LOADGEN_TOKEN=...); `IMAGE run ...` makes it a coordinator instead. It carries every
-# driver's client: Kafka, RabbitMQ, Pulsar and Pravega. `--target spark` adds the Spark pipeline
-# (PySpark and a Java 17 runtime, about 1.1 GB more).
+# driver's client: Kafka, RabbitMQ, Pulsar, Pravega, NATS JetStream, Redis Streams and RabbitMQ
+# Streams. `--target spark` adds the Spark pipeline (PySpark and a Java 17 runtime, about 1.1 GB
+# more).
 #
 # BASE is any Debian-like image with Python >= 3.11 and its venv module; the official one by
 # default. Without a registry, `--build-arg BASE=...` names one made locally (docs/scaling-out.md,
@@ -25,7 +26,7 @@ WORKDIR /build
 COPY pyproject.toml setup.py README.md ./
 COPY src ./src
 RUN python3 -m venv /opt/loadgen/venv \
- && /opt/loadgen/venv/bin/pip install '.[pulsar,pravega,rabbitmq]'
+ && /opt/loadgen/venv/bin/pip install '.[pulsar,pravega,rabbitmq,nats,redis,rabbitmq-streams]'
 # setup.py marks its extensions optional (pip installs on without them): the build fails here
 # instead of making an image whose workers run in pure Python. src/loadgen/engine/NAME.c is
 # loadgen.engine.NAME.
@@ -37,7 +38,7 @@ assert names, 'no C sources in src/loadgen/engine'; \
       exit 1; }
 
 FROM build AS build-spark
-RUN /opt/loadgen/venv/bin/pip install '.[pulsar,pravega,rabbitmq,spark]'
+RUN /opt/loadgen/venv/bin/pip install '.[pulsar,pravega,rabbitmq,nats,redis,rabbitmq-streams,spark]'
 
 # What every image shares: the user, the environment, the entrypoint. No compiler: BASE as is.
 FROM ${BASE} AS runtime

@@ -113,7 +113,7 @@ CASES = {
         ["sub"],
     ),
     # driver files
-    "driver-unknown": (*run_case(GOOD, driver="name: X\ndriver: nats\n"), ["driver", "nats"]),
+    "driver-unknown": (*run_case(GOOD, driver="name: X\ndriver: mqtt\n"), ["driver", "mqtt"]),
     "driver-class-unknown": (
         *run_case(GOOD, driver="name: X\ndriverClass: io.example.NoSuchDriver\n"),
         ["driverClass", "io.example.NoSuchDriver"],
@@ -183,7 +183,7 @@ CASES = {
         ["matrix", "{dir}/plan.yaml", "-o", "{dir}/out"],
         ["producerRat", "plan.yaml"],
     ),
-    "probe-unknown-scheme": ({}, ["probe", "nats://127.0.0.1:1"], ["nats", "kafka://"]),
+    "probe-unknown-scheme": ({}, ["probe", "mqtt://127.0.0.1:1"], ["mqtt", "kafka://"]),
     "compare-not-json": (
         {"a.json": "not json", "b.json": "{}"},
         ["compare", "{dir}/a.json", "{dir}/b.json"],

@@ -101,12 +101,21 @@ def _used_addresses() -> set[ipaddress.IPv4Address]:
     return used
 
 
-def _free_block() -> ipaddress.IPv4Network:
+def free_block() -> ipaddress.IPv4Network:
     used = _used_addresses()
     for block in RANGE.subnets(new_prefix=BLOCK_PREFIX):
         if not used & set(block):
             return block
     raise HostsError(f"every /{BLOCK_PREFIX} block of {RANGE} is in use")
+
+
+@contextlib.contextmanager
+def claimed_block() -> Iterator[ipaddress.IPv4Network]:
+    """A free block, no other suite's while the body runs: address it there (its first
+    address on a bridge) before leaving."""
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield free_block()
 
 
 @contextlib.contextmanager
@@ -124,9 +133,7 @@ def simulated_hosts(count: int) -> Iterator[Network]:
     assert all(len(name) <= MAX_NAME for name in (bridge, *links)), tag
     created: list[tuple[str, ...]] = []  # the commands that undo each step, last first
     try:
-        with open(LOCK, "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            block = _free_block()
+        with claimed_block() as block:
             gateway = str(block[1])
             _ip("link", "add", bridge, "type", "bridge")
             created.append(("link", "del", bridge))

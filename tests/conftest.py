@@ -6,9 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.podman_image import image, podman
 from harness.timing import SilentPort, start_up_seconds
 from loadgen.driver_api.local.certs import CertSet, make_certs, openssl_installed
 from loadgen.pytest_plugin.require import unavailable
+
+__all__ = ["image", "podman"]
+"""The image tests' fixtures (:mod:`harness.podman_image`), here so that one build serves every
+folder that asks for it."""
 
 os.environ["LOADGEN_CALIBRATION"] = str(Path(tempfile.gettempdir()) / "loadgen-tests-uncalibrated")
 """The tests see the calibration shipped with loadgen, never a developer's own

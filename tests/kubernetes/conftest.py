@@ -1,8 +1,9 @@
-"""The chart's tests: helm, Kubernetes' schemas, and the image's podman fixtures.
+"""The chart's tests' fixtures: helm and Kubernetes' schemas.
 
 Where helm or kubernetes-validate is missing the tests that need it skip with the reason
-(and fail under LOADGEN_REQUIRE_BROKERS=1). ``podman`` and ``image`` are tests/image's own
-fixtures (the image built on a Debian-made base, no registry), imported, not copied.
+(and fail under LOADGEN_REQUIRE_BROKERS=1). ``podman`` and ``image`` are the session's
+(:mod:`harness.podman_image`, registered in tests/conftest.py): the image tests' build serves
+these too.
 """
 
 from __future__ import annotations
@@ -11,12 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.image.conftest import image, podman
 from tests.kubernetes.chart import HELM_INSTALL, Helm, find_helm
 
 from loadgen.pytest_plugin.require import unavailable
-
-__all__ = ["helm", "image", "podman", "validate"]
 
 KUBERNETES_VERSIONS = ("1.25", "1.37")
 """Kubernetes' own OpenAPI schemas, as kubernetes-validate ships them: the oldest and the newest

@@ -1,4 +1,5 @@
-"""The loadgen image, built from scratch with podman for this module and removed after it.
+"""The loadgen image, built from scratch with podman once per test session and removed after it
+(tests/image and tests/kubernetes share it; tests/conftest.py registers these fixtures).
 
 No registry is needed: the base is made from Debian's packages with mmdebstrap (Debian's python3
 is 3.11, as the image needs) and imported, then the Dockerfile builds on it through
@@ -66,7 +67,7 @@ def debian_mirror() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def podman(tmp_path_factory) -> Podman:
     missing = [tool for tool in ("podman", "runc", "mmdebstrap") if shutil.which(tool) is None]
     if missing:
@@ -82,7 +83,7 @@ def podman(tmp_path_factory) -> Podman:
     return tool
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def image(podman, tmp_path_factory) -> Iterator[str]:
     """The image's tag: built on a fresh Debian base, removed (with the base) afterwards."""
     mirror = debian_mirror()

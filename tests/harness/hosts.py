@@ -101,7 +101,7 @@ def _used_addresses() -> set[ipaddress.IPv4Address]:
     return used
 
 
-def free_block() -> ipaddress.IPv4Network:
+def _free_block() -> ipaddress.IPv4Network:
     used = _used_addresses()
     for block in RANGE.subnets(new_prefix=BLOCK_PREFIX):
         if not used & set(block):
@@ -115,7 +115,16 @@ def claimed_block() -> Iterator[ipaddress.IPv4Network]:
     address on a bridge) before leaving."""
     with open(LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        yield free_block()
+        yield _free_block()
+
+
+def pin_bridge_address(bridge: str) -> None:
+    """Fixes a bridge's MAC address at the one it has: a bridge whose address was never set
+    follows its ports' lowest, so a port joining or leaving would change the gateway's hardware
+    address under the other hosts' ARP caches, and they would reach it only once their cached
+    entry went stale."""
+    mac = Path(f"/sys/class/net/{bridge}/address").read_text().strip()
+    _ip("link", "set", bridge, "address", mac)
 
 
 @contextlib.contextmanager

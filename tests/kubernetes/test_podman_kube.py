@@ -17,7 +17,6 @@ import base64
 import json
 import os
 import secrets
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ import yaml
 from tests.kubernetes.chart import REPO, one, parse
 from tests.kubernetes.podform import container_name, coordinator_pod, kube_yaml, worker_pods
 
-from harness.hosts import FIRST_HOST, claimed_block
+from harness.hosts import FIRST_HOST, claimed_block, pin_bridge_address
 from loadgen.pytest_plugin.fixtures import start_local_broker
 from loadgen.spec import load_yaml
 from loadgen_drivers.kafka.local.tansu import tansu_driver_config
@@ -86,15 +85,6 @@ class PodNetwork:
     """An address for each pod: the workers', then the coordinator's."""
 
 
-def pin_address(bridge: str) -> None:
-    """Fixes the bridge's MAC address at the one it has: a bridge whose address was never set
-    follows its ports' lowest, so a pod joining or leaving would change the gateway's hardware
-    address under the other pods' ARP caches, and they would reach the broker only once their
-    cached entry went stale."""
-    mac = Path(f"/sys/class/net/{bridge}/address").read_text().strip()
-    subprocess.run(["ip", "link", "set", bridge, "address", mac], check=True, timeout=30)
-
-
 @pytest.fixture(scope="module")
 def network(podman, nothing_left_behind) -> Iterator[PodNetwork]:
     """A podman network on a free block, its bridge up (a holder pod on the block's last
@@ -108,7 +98,7 @@ def network(podman, nothing_left_behind) -> Iterator[PodNetwork]:
             podman("pod", "create", "--name", holder, "--network", RELEASE,
                    "--ip", addresses[-1])  # fmt: skip
             podman("pod", "start", holder)
-        pin_address(podman("network", "inspect", "--format", "{{.NetworkInterface}}",
+        pin_bridge_address(podman("network", "inspect", "--format", "{{.NetworkInterface}}",
                            RELEASE).stdout.strip())  # fmt: skip
         yield PodNetwork(RELEASE, str(block[1]), tuple(addresses[:-1]))
     finally:

@@ -20,6 +20,6 @@ def test_without_the_ip_command_the_reason_is_given(monkeypatch):
 def test_a_new_network_takes_the_first_block_with_no_address_in_use(monkeypatch):
     taken = {ipaddress.ip_address("198.51.100.1"), ipaddress.ip_address("198.51.100.20")}
     monkeypatch.setattr(hosts, "_used_addresses", lambda: taken)
-    assert str(hosts.free_block()) == "198.51.100.32/28"
+    assert str(hosts._free_block()) == "198.51.100.32/28"
     monkeypatch.setattr(hosts, "_used_addresses", set)
-    assert str(hosts.free_block()) == "198.51.100.0/28"
+    assert str(hosts._free_block()) == "198.51.100.0/28"

@@ -1,4 +1,9 @@
-from loadgen.report.console import format_aggregate, format_clock_correction, format_interval
+from loadgen.report.console import (
+    format_aggregate,
+    format_clock_correction,
+    format_interval,
+    format_topic_scaling,
+)
 
 
 def test_interval_line_shows_rates_backlog_errors_and_percentiles_in_ms(make_interval):
@@ -42,3 +47,19 @@ def test_the_console_says_how_large_the_correction_was_and_warns_when_its_bound_
     unmeasured = _result(7.0, 0.2)
     del unmeasured["aggregatedEndToEndLatencyUncorrected50pct"]  # no interval reached the end
     assert "uncorrected" not in format_clock_correction(unmeasured)
+
+
+def _scaling(topic: str, created: int, at_end: int, scalings: int) -> dict:
+    return {"topic": topic, "partitionsCreated": created, "partitionsAtEnd": at_end,
+            "scalings": scalings}  # fmt: skip
+
+
+def test_a_line_per_topic_the_broker_rescaled_and_none_for_the_topics_it_left_alone():
+    result = {"topicScaling": [_scaling("a", 1, 1, 0), _scaling("b", 1, 3, 1),
+                               _scaling("c", 4, 2, 2)]}  # fmt: skip
+    assert format_topic_scaling(result) == (
+        "scaled: b went from 1 to 3 partitions in 1 scaling\n"
+        "scaled: c went from 4 to 2 partitions in 2 scalings"
+    )
+    assert format_topic_scaling({"topicScaling": [_scaling("a", 2, 2, 0)]}) is None
+    assert format_topic_scaling({}) is None

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -23,6 +25,7 @@ from tests.upstream.test_kafka_upstream_cli import env, pids_of, run_exact
 from tests.upstream.test_kafka_upstream_cli import loadgen as loadgen_cli
 
 import loadgen
+from loadgen.distributed.placement import Placement
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.driver_api.local.process import LocalBroker, free_port, process_alive
 from loadgen.running.request import RunOptions, RunRequest
@@ -80,8 +83,12 @@ def workload(seconds: float, **changes: Any) -> Workload:
     return loadgen.workload(**{**fields, **changes})
 
 
-def run(chosen: Workload, spec: DriverSpec, out: Path, **options: Any) -> dict[str, Any]:
-    request = RunRequest(chosen, spec, RunOptions(stats_interval_s=1, **options), out_dir=out)
+def run(
+    chosen: Workload, spec: DriverSpec, out: Path, processes: int = 1, **options: Any
+) -> dict[str, Any]:
+    options = RunOptions(stats_interval_s=1, **options)
+    placement = Placement(processes=processes)
+    request = RunRequest(chosen, spec, options, out_dir=out, placement=placement)
     return run_one(request).result
 
 
@@ -187,6 +194,64 @@ def test_an_auto_scaling_stream_splits_mid_run_and_readers_follow_its_successors
     assert len(epochs[0]["segments"]) == 1
     assert len(epochs[-1]["segments"]) >= 2 and epochs[-1]["splits"] >= 1, epochs
     assert epochs[1]["timestamp"] < ended_ms - 10_000  # successors written and read 10 s+
+    [scaled] = result["topicScaling"]
+    assert scaled["partitionsAtEnd"] == len(epochs[-1]["segments"])
+    assert scaled["scalings"] == len(epochs) - 1 >= 1
+
+
+@pytest.mark.parametrize("processes", [1, 2], ids=["in-process", "two-workers"])
+def test_a_stream_rescaled_mid_run_is_read_exactly_across_its_successors_and_the_result_says_so(
+    broker, processes, tmp_path
+):
+    """An operator raises a fixed stream's segments from 2 to 5 through the controller's REST
+    while the run writes and reads it: the controller seals the two and makes five successors
+    at once, readers move on to them, and the result says so: from the worker that created the
+    stream, a worker process of its own in the two-worker run."""
+    spec = driver_spec(broker)
+    scope = spec.config["client"]["scopeName"]
+    stream_path = f"/scopes/{scope}/streams/rescaled"
+    rest_url = broker.endpoints["controller REST API"]
+
+    def rescale() -> None:
+        deadline = time.monotonic() + 60
+        while not _exists(rest_url, stream_path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(RESCALE_AFTER_S)
+        policy = {"scalingPolicy": {"type": "FIXED_NUM_SEGMENTS", "minSegments": 5}}
+        put(rest_url, stream_path, policy)
+
+    operator = threading.Thread(target=rescale, daemon=True)
+    operator.start()
+    chosen = workload(12, producerRate=500, partitionsPerTopic=2)
+    result = run(chosen, spec, tmp_path, processes, topic_names=("rescaled",))
+    operator.join(10)
+    assert len(result["run"]["workers"]) == processes
+    assert_exact(result)
+    [scaled] = result["topicScaling"]
+    assert scaled == {
+        "topic": "rescaled", "partitionsCreated": 2, "partitionsAtEnd": 5, "scalings": 1
+    }  # fmt: skip
+
+
+RESCALE_AFTER_S = 5.0
+"""Into the run's 12 s (after ~1 s of set-up): events are written to both generations."""
+
+
+def _exists(rest_url: str, path: str) -> bool:
+    try:
+        rest(rest_url, path)
+    except urllib.error.HTTPError:
+        return False
+    return True
+
+
+def put(rest_url: str, path: str, body: dict[str, Any]) -> None:
+    request = urllib.request.Request(
+        f"{rest_url}{path}", json.dumps(body).encode(), method="PUT",
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 200
 
 
 def scaling_events(broker: LocalBroker, scope: str, topic: str, until_ms: float) -> list[dict]:

@@ -93,6 +93,7 @@ class Ensemble:
         self._spec = spec
         self._rule = rule
         self._topics: list[str] = []
+        self._topic_scaling: list[dict[str, Any]] = []
         self._consumers: list[Subscription] = []
         self._assignments = [Assignment() for _ in self._clients]
         self._totals = {client.url: Totals() for client in self._clients}
@@ -519,6 +520,9 @@ class Ensemble:
         ]
 
     # -- teardown --------------------------------------------------------------------------------
+    def topic_scaling(self) -> list[dict[str, Any]]:
+        return self._topic_scaling
+
     def close(self, *, delete_topics: bool) -> None:
         """The followers first (deleting what they created to consume, if the topics go),
         then the leader, which deletes the topics; a worker that never answered has nothing to
@@ -527,11 +531,13 @@ class Ensemble:
         leader = [self._leader] if self._leader.answered else []
         body = {"delete_topics": delete_topics}
         for clients in (followers, leader):
-            self._each(
+            answers = self._each(
                 lambda c: c.request("POST", "/close", body, timeout_s=SETUP_TIMEOUT_S),
                 clients,
                 tolerant=True,
             )
+        for _, answer in answers:  # the leader's: it created the topics
+            self._topic_scaling = answer.get("topicScaling", [])
         if delete_topics and self._leader.url in self.lost:
             log.warning(
                 "the leader %s was lost; topics %s may remain", self._leader.url, self._topics

@@ -126,11 +126,14 @@ class WorkerService:
             "loopError": None if error is None else repr(error),
         }
 
-    def close(self, body: wire.CloseBody) -> None:
+    def close(self, body: wire.CloseBody) -> dict[str, Any]:
+        """Closes the worker; answers how the topics it created scaled (``topicScaling``)."""
         worker, self._worker = self._worker, None
-        if worker is not None:
-            self.board.on_phase("teardown")
-            try:
-                worker.close(delete_topics=body.delete_topics)
-            finally:
-                self.board.end_run()
+        if worker is None:
+            return {}
+        self.board.on_phase("teardown")
+        try:
+            worker.close(delete_topics=body.delete_topics)
+        finally:
+            self.board.end_run()
+        return {"topicScaling": worker.topic_scaling()}

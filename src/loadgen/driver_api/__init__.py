@@ -223,6 +223,37 @@ class TransactionalProducer(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class TopicScaling:
+    """How the broker re-partitioned one topic while the run used it."""
+
+    topic: str
+    partitions_created: int
+    partitions_at_end: int
+    scalings: int
+    """Re-partitionings since the topic was created (a Pravega stream's epoch: a split or a
+    merge of its segments is one each); 0: the topic kept the partitions it was created with."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partitionsCreated": self.partitions_created,
+            "partitionsAtEnd": self.partitions_at_end,
+            "scalings": self.scalings,
+        }
+
+
+@runtime_checkable
+class ScalingTopics(Protocol):
+    """A driver whose broker can re-partition a topic during a run (optional): Pravega scales a
+    stream with an auto-scaling policy. The result says what became of each topic."""
+
+    def topic_scaling(self, names: list[str]) -> list[TopicScaling]:
+        """The topics of ``names`` this driver created, as the broker has them now. Asked once by
+        the worker that created them, after the run's reads and before they are deleted."""
+        ...
+
+
 class BlockingSends:
     """A producer whose ``send`` may wait for the broker (a transaction committed in the send):
     the producer loop checks its stop flag after each of its messages, not after a burst of

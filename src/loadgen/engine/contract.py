@@ -101,5 +101,9 @@ class Worker(Protocol):
     def placement(self) -> dict[str, Any]:
         """Where the run ran, for the result's ``run`` block: worker ids, clock offsets..."""
 
+    def topic_scaling(self) -> list[dict[str, Any]]:
+        """After :meth:`close`: how the broker re-partitioned the run's topics
+        (:meth:`loadgen.driver_api.TopicScaling.to_json` each), where the driver can say."""
+
     def close(self, *, delete_topics: bool) -> None:
         """Stop everything; never raises, so a result is never masked."""

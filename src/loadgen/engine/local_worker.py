@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from loadgen.driver_api import (
     BaseDriver,
     Consumer,
     Producer,
+    ScalingTopics,
     TopicSpec,
     TransactionalProducer,
 )
@@ -153,6 +155,7 @@ class LocalWorker:
         self._clocks: ClockTable | None = None
         self.ledger = Ledger()
         self.totals = Totals()
+        self._topic_scaling: list[dict[str, Any]] = []
 
     # -- set-up -----------------------------------------------------------------------------
     def check_reachable(self, timeout_s: float) -> None:
@@ -482,6 +485,20 @@ class LocalWorker:
         except Exception as error:
             log.warning("deleting topics failed: %s", error)
 
+    def _ask_topic_scaling(self) -> None:
+        """What the broker made of the topics this worker created, where the driver can say."""
+        if not isinstance(self.driver, ScalingTopics):
+            return
+        try:
+            scaling = self.driver.topic_scaling(self.topics)
+        except Exception as error:
+            log.warning("asking how the topics scaled failed: %s", error)
+            return
+        self._topic_scaling = [topic.to_json() for topic in scaling]
+
+    def topic_scaling(self) -> list[dict[str, Any]]:
+        return self._topic_scaling
+
     def close(self, *, delete_topics: bool) -> None:
         """Stop everything this worker started; never raises, so a result is never masked."""
         if self._loop is not None:
@@ -493,6 +510,8 @@ class LocalWorker:
                 log.warning("closing %s failed: %s", type(resource).__name__, error)
         self._producers.clear()
         self._consumers.clear()
+        if self._owns_topics and self.topics:
+            self._ask_topic_scaling()
         if delete_topics and self.topics:
             self._delete_topics()
         try:

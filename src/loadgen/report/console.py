@@ -134,6 +134,20 @@ def format_transactions(result: dict[str, Any]) -> str | None:
     )
 
 
+def format_topic_scaling(result: dict[str, Any]) -> str | None:
+    """A line per topic the broker re-partitioned during the run (``topicScaling``), or
+    ``None`` when none was (or the driver cannot say)."""
+    scaled = [topic for topic in result.get("topicScaling", ()) if topic["scalings"]]
+    if not scaled:
+        return None
+    return "\n".join(
+        f"scaled: {topic['topic']} went from {topic['partitionsCreated']} to "
+        f"{topic['partitionsAtEnd']} partitions in {topic['scalings']} scaling"
+        f"{'' if topic['scalings'] == 1 else 's'}"
+        for topic in scaled
+    )
+
+
 def unread_note(result: dict[str, Any]) -> str | None:
     """One line when the broker still held messages the run did not read, else ``None``."""
     unread = result.get("totalUnread")

@@ -389,6 +389,8 @@ class _Lifecycle:
         outcome.totals = worker.totals
         outcome.placement = worker.placement()
         outcome.worker_intervals = worker.worker_intervals
+        if scaling := worker.topic_scaling():
+            outcome.extensions["topicScaling"] = scaling
         for control in self.measurement.controls:
             outcome.extensions |= control.report()
         outcome.ended_ms = _now_ms()

@@ -69,6 +69,16 @@ def delete_reader_group(manager: StreamManager, scope: str, group: str) -> None:
     manager.delete_reader_group(group, scope)
 
 
+def stream_segments(manager: StreamManager, scope: str, stream: str, group: str) -> list[int]:
+    """The stream's current segments (ids are ``epoch << 32 | number``), from the stream cut
+    of a reader group made at the stream's tail for the purpose and deleted again."""
+    at_tail = manager.create_reader_group(group, scope, stream, True)
+    try:
+        return list(at_tail.get_streamcut().get_segment_offset_map())
+    finally:
+        manager.delete_reader_group(group, scope)
+
+
 def delete_scope(manager: StreamManager, scope: str) -> bool:
     return manager.delete_scope(scope)
 

@@ -15,6 +15,8 @@
   accepts a TCP connection; scope, stream and reader-group calls, and transactions, run in a
   child process with a deadline (``client.timeoutSeconds``); the rest runs here, after the
   controller has answered.
+* Scaling: at the end of a run each stream's segments, and its epoch (how many times it scaled),
+  are read off the stream cut of a reader group made at the stream's tail (:meth:`topic_scaling`).
 * Teardown: reader groups are deleted and streams sealed and deleted (``deleteStreams: false``
   seals and keeps both, as OMB). The scope is deleted at ``close`` only if this driver created
   it and every stream it made is gone; a scope that was there before is left alone.
@@ -28,7 +30,7 @@ from functools import partial
 from typing import Any
 
 from loadgen.base.errors import BrokerUnreachable, DriverError, LoadgenError
-from loadgen.driver_api import OnMessage, Producer, TopicSpec
+from loadgen.driver_api import OnMessage, Producer, TopicScaling, TopicSpec
 from loadgen.driver_api.driver_spec import DriverSpec
 from loadgen.spec import parse_model
 from loadgen_drivers.pravega import Driver, control, transactions
@@ -42,6 +44,9 @@ from loadgen_drivers.pravega.producer import EventProducer, WriteLoop
 from loadgen_drivers.pravega.transactions import TransactionalProducer
 
 log = logging.getLogger("loadgen.pravega")
+
+SEGMENT_NUMBER_BITS = 32
+"""A segment id is its epoch (the stream's scalings so far) above a 32-bit segment number."""
 
 
 class PravegaDriver(Driver):
@@ -59,6 +64,8 @@ class PravegaDriver(Driver):
         self._scope_ready = False
         self._scope_created = False
         self._streams: set[str] = set()
+        self._segments_created: dict[str, int] = {}
+        """Stream -> the segments it was created with."""
         self._groups: dict[tuple[str, str], Any] = {}
         """(stream, reader group name) -> the client's reader group, made once per name."""
 
@@ -112,7 +119,28 @@ class PravegaDriver(Driver):
                 self.config.scaling(topic.partitions),
             )
             self._streams.add(stream)
+            self._segments_created[stream] = topic.partitions
         log.info("created %d streams in scope %s", len(topics), self.scope)
+
+    def topic_scaling(self, names: list[str]) -> list[TopicScaling]:
+        """Each stream's segments now, and its epoch: how many times it scaled."""
+        probe_tcp(self.uri)
+        scaling = []
+        for name in names:
+            stream = clean_name(name)
+            if stream not in self._segments_created:
+                continue
+            segments = self._call(
+                f"listing the segments of {self.scope}/{stream}",
+                control.stream_segments,
+                self.scope,
+                stream,
+                f"lg-segments-{uuid.uuid4().hex[:12]}",
+            )
+            epochs = [segment >> SEGMENT_NUMBER_BITS for segment in segments]
+            created = self._segments_created[stream]
+            scaling.append(TopicScaling(name, created, len(segments), max(epochs, default=0)))
+        return scaling
 
     def create_producer(self, topic: str) -> Producer:
         probe_tcp(self.uri)

@@ -1,11 +1,12 @@
 """loadgen's Pravega producer path beside a bare pravega_client write_event_async loop, same run.
 
 Usage: python bench/pravega_producer_vs_bare.py [--seconds 5] [--rounds 5] [--size 1024]
-       [--window 1000] [--cpu N] [--sides bare,loadgen,run] [--no-held]
+       [--window 1000] [--cpu N] [--sides bare,loadgen,run] [--no-held] [--upstream]
 
 Starts loadgen's local Pravega (:mod:`loadgen_drivers.pravega.local`: controller and segment store
-in
-one Python process, in memory, at most 1 GiB of event data) and makes scope ``bench``, then
+in one Python process, in memory, at most 1 GiB of event data), or with ``--upstream`` Pravega's
+own standalone (``brokers up pravega --upstream``'s: one JVM, event data in files), and makes
+scope ``bench``, then
 rotates A (bare loop), B (loadgen: ProducerLoop + recorder + Pravega driver + per-second
 binning) and C (the whole ``loadgen run`` process tree) in fresh subprocesses (:mod:`ab`), each
 on a fresh stream of 16 fixed segments that the parent creates (``create_stream(scope, stream,
@@ -277,6 +278,7 @@ def main() -> None:
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--window", type=int, default=WINDOW, help="events in flight, >= 1")
     extra.add_argument("--no-held", action="store_true", help="skip the held-writes count")
+    extra.add_argument("--upstream", action="store_true", help="on Pravega's own standalone")
     known, rest = extra.parse_known_args()
     sys.argv = [sys.argv[0], *rest]  # the rest are ab's arguments
     args = ab.parse_args(seconds=5, rounds=5)
@@ -284,8 +286,9 @@ def main() -> None:
         sys.exit("--window must be at least 1")
 
     from loadgen_drivers.pravega.local.launch import start_local_pravega
+    from loadgen_drivers.pravega.local.upstream import start_upstream_pravega
 
-    broker = start_local_pravega()
+    broker = start_upstream_pravega() if known.upstream else start_local_pravega()
     try:
         manager = pravega_client.StreamManager(broker.address)
         manager.create_scope(SCOPE)

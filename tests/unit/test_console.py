@@ -3,6 +3,7 @@ from loadgen.report.console import (
     format_clock_correction,
     format_interval,
     format_topic_scaling,
+    format_transactions,
 )
 
 
@@ -63,3 +64,22 @@ def test_a_line_per_topic_the_broker_rescaled_and_none_for_the_topics_it_left_al
     )
     assert format_topic_scaling({"topicScaling": [_scaling("a", 2, 2, 0)]}) is None
     assert format_topic_scaling({}) is None
+
+
+def _transactions(committed: int, aborted: int, abort_p50: float) -> dict:
+    latency = {"50pct": 9.9, "99pct": 27.0, "999pct": 49.0, "Max": 49.0}
+    return {"transactions": {
+        "committed": committed, "aborted": aborted, "messagesWithdrawn": 10 * aborted,
+        "abortedMessagesRead": 0, "commitLatency": latency,
+        "abortLatency": {**latency, "50pct": abort_p50},
+    }}  # fmt: skip
+
+
+def test_the_transactions_line_gives_abort_latency_only_when_a_transaction_was_aborted():
+    assert format_transactions(_transactions(598, 0, 0.0)) == (
+        "Transactions: 598 committed (commit p50 9.900 ms, p99 27.000 ms), 0 aborted; "
+        "0 messages withdrawn, 0 of them read"
+    )
+    line = format_transactions(_transactions(5, 2, 3.25))
+    assert "2 aborted (abort p50 3.250 ms); 20 messages withdrawn" in line
+    assert format_transactions({}) is None

@@ -191,7 +191,11 @@ def test_a_transaction_commits_every_n_events_and_then_acknowledges_them():
     assert [len(t.events) for t in writer.transactions] == [3, 3]
     assert [t.state for t in writer.transactions] == ["committed", "committed"]
     assert acks.errors == [None] * 6  # the 7th waits for its transaction
+    first = producer.take_transactions()
+    assert len(first.committed_ns) == 2 and all(ns > 0 for ns in first.committed_ns)
+    assert (first.aborted_ns, first.withdrawn) == ((), ())
     producer.close()
+    assert len(producer.take_transactions().committed_ns) == 1  # taken once each
     assert [t.state for t in writer.transactions] == ["committed"] * 3
     written = [read_stamped(e.encode("utf-8")) for t in writer.transactions for e, _ in t.events]
     assert [(message_id, intended) for _, _, message_id, intended in written] == [
@@ -242,6 +246,7 @@ def test_a_failed_commit_fails_every_event_of_its_transaction():
     producer.send(b"k", b"x", acks, 2, 2)
     assert len(acks.errors) == 2
     assert all("transaction commit failed: SimulatedPanic" in str(e) for e in acks.errors)
+    assert producer.take_transactions().committed_ns == ()
 
 
 def test_send_waits_beyond_the_bound_until_an_acknowledgement_makes_room(write_loop, monkeypatch):

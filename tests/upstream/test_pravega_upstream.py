@@ -10,12 +10,18 @@ $PRAVEGA_HOME): the `upstream` step of .ci/run.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +77,12 @@ def scopes(rest_url: str) -> list[str]:
     return [scope["scopeName"] for scope in rest(rest_url, "/scopes")["scopes"]]
 
 
-def driver_spec(broker: LocalBroker, **settings: Any) -> DriverSpec:
+def driver_spec(
+    broker: LocalBroker, client_settings: dict[str, Any] | None = None, **settings: Any
+) -> DriverSpec:
     """The broker's driver section in a scope of the test's own."""
-    client = {**broker.driver_config["client"], "scopeName": f"lg-{uuid.uuid4().hex[:8]}"}
+    scope = {"scopeName": f"lg-{uuid.uuid4().hex[:8]}"}
+    client = {**broker.driver_config["client"], **scope, **(client_settings or {})}
     config = {**broker.driver_config, "client": client, **settings}
     return DriverSpec("Pravega", "pravega", config, "pravega upstream")
 
@@ -180,16 +189,27 @@ def test_transactions_commit_every_event_once_and_readers_see_them_only_at_the_c
 
 
 def test_an_auto_scaling_stream_splits_mid_run_and_readers_follow_its_successors(broker, tmp_path):
-    spec = driver_spec(
-        broker,
-        enableStreamAutoScaling=True,
-        eventsPerSecond=SCALE_TARGET,
-        deleteStreams=False,  # sealed and kept, to ask the controller how it scaled
-    )
+    """Also, as the run begins, a writer opens a transaction on the stream, writes a loadgen
+    event in it and is killed: the controller aborts the transaction once its 90-s lease runs
+    out, within the run, and no reader ever sees the event."""
+    spec = driver_spec(broker, enableStreamAutoScaling=True, eventsPerSecond=SCALE_TARGET)
+    scope = spec.config["client"]["scopeName"]
+    rest_url = broker.endpoints["controller REST API"]
+    controller_uri = spec.config["client"]["controllerURI"]
+    abandoned: list[tuple[int, float]] = []
+
+    def abandon() -> None:
+        abandoned.append(abandon_transaction(controller_uri, scope, "scaling"))
+
+    writer = when_stream_exists(rest_url, f"/scopes/{scope}/streams/scaling", 0.0, abandon)
     chosen = workload(SCALE_RUN_S, producerRate=10 * SCALE_TARGET, partitionsPerTopic=1)
     result = run(chosen, spec, tmp_path, topic_names=("scaling",))
+    writer.join(30)
     ended_ms = time.time() * 1000
     assert_exact(result)
+    [(txn_id, begun_s)] = abandoned
+    aborted = f"aborted transaction {uuid.UUID(int=txn_id)} on stream {scope}/scaling"
+    assert LEASE_S - 1 <= logged_at(Path(broker.log_path), aborted) - begun_s <= LEASE_S + 15
     epochs = scaling_events(broker, spec.config["client"]["scopeName"], "scaling", ended_ms)
     assert len(epochs[0]["segments"]) == 1
     assert len(epochs[-1]["segments"]) >= 2 and epochs[-1]["splits"] >= 1, epochs
@@ -208,20 +228,12 @@ def test_a_stream_rescaled_mid_run_is_read_exactly_across_its_successors_and_the
     at once, readers move on to them, and the result says so: from the worker that created the
     stream, a worker process of its own in the two-worker run."""
     spec = driver_spec(broker)
-    scope = spec.config["client"]["scopeName"]
-    stream_path = f"/scopes/{scope}/streams/rescaled"
     rest_url = broker.endpoints["controller REST API"]
-
-    def rescale() -> None:
-        deadline = time.monotonic() + 60
-        while not _exists(rest_url, stream_path) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(RESCALE_AFTER_S)
-        policy = {"scalingPolicy": {"type": "FIXED_NUM_SEGMENTS", "minSegments": 5}}
-        put(rest_url, stream_path, policy)
-
-    operator = threading.Thread(target=rescale, daemon=True)
-    operator.start()
+    stream_path = f"/scopes/{spec.config['client']['scopeName']}/streams/rescaled"
+    policy = {"scalingPolicy": {"type": "FIXED_NUM_SEGMENTS", "minSegments": 5}}
+    operator = when_stream_exists(
+        rest_url, stream_path, RESCALE_AFTER_S, lambda: put(rest_url, stream_path, policy)
+    )
     chosen = workload(12, producerRate=500, partitionsPerTopic=2)
     result = run(chosen, spec, tmp_path, processes, topic_names=("rescaled",))
     operator.join(10)
@@ -235,6 +247,64 @@ def test_a_stream_rescaled_mid_run_is_read_exactly_across_its_successors_and_the
 
 RESCALE_AFTER_S = 5.0
 """Into the run's 12 s (after ~1 s of set-up): events are written to both generations."""
+
+
+def test_a_commit_held_up_by_a_stopped_server_is_waited_for_and_counted_as_it_ended(
+    broker, tmp_path
+):
+    """The standalone stopped (SIGSTOP) for 8 s under transactions of 10 events with
+    ``client.timeoutSeconds: 3``: the commit in flight is waited for past the 3 s (a commit cut
+    off there could still land, and its events, reported failed, would be read all the same:
+    before the fix, 10 of them were, and their count hid 10 late ones from the drain, called
+    lost), commits once the server answers again, and the run is exact with no error."""
+    spec = driver_spec(
+        broker, {"timeoutSeconds": 3}, enableTransaction=True, eventsPerTransaction=10
+    )
+    rest_url = broker.endpoints["controller REST API"]
+    stream_path = f"/scopes/{spec.config['client']['scopeName']}/streams/paused"
+
+    def pause() -> None:
+        os.kill(broker.pid, signal.SIGSTOP)
+        try:
+            time.sleep(PAUSE_S)
+        finally:
+            os.kill(broker.pid, signal.SIGCONT)
+
+    pauser = when_stream_exists(rest_url, stream_path, PAUSE_AFTER_S, pause)
+    try:
+        chosen = workload(25, producerRate=200, partitionsPerTopic=2, messageSize=256)
+        result = run(chosen, spec, tmp_path, topic_names=("paused",))
+    finally:
+        pauser.join(PAUSE_AFTER_S + PAUSE_S + 60)
+        os.kill(broker.pid, signal.SIGCONT)
+    assert_exact(result)
+    [outage] = [o for o in result["outages"] if o["role"] == "publish"]
+    assert outage["seconds"] >= PAUSE_S - 1 and outage["recovered"]
+    assert result["aggregatedPublishLatencyMax"] >= (PAUSE_S - 1) * 1000  # ms: through it
+    block = result["transactions"]
+    assert block["committed"] >= result["totalMessagesSent"] // 10
+    assert 1 < block["commitLatency"]["50pct"] < 1000  # ms: the controller's COMMITTING wait
+
+
+PAUSE_AFTER_S = 5.0
+PAUSE_S = 8.0
+
+
+def when_stream_exists(
+    rest_url: str, stream_path: str, after_s: float, action: Callable[[], None]
+) -> threading.Thread:
+    """A thread that runs ``action`` ``after_s`` after the controller lists the stream."""
+
+    def wait_then_act() -> None:
+        deadline = time.monotonic() + 60
+        while not _exists(rest_url, stream_path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(after_s)
+        action()
+
+    thread = threading.Thread(target=wait_then_act, daemon=True)
+    thread.start()
+    return thread
 
 
 def _exists(rest_url: str, path: str) -> bool:
@@ -252,6 +322,42 @@ def put(rest_url: str, path: str, body: dict[str, Any]) -> None:
     )  # fmt: skip
     with urllib.request.urlopen(request, timeout=10) as answer:
         assert answer.status == 200
+
+
+LEASE_S = 90.0
+"""A transaction's lease: the Rust client's fixed transaction timeout (90 000 ms), which its
+pinger renews while the writer lives."""
+ABANDON = """
+import os, sys, time
+import pravega_client
+from loadgen_drivers.pravega.events import stamped
+uri, scope, stream = sys.argv[1:]
+manager = pravega_client.StreamManager(uri)  # kept: the writer dies with it
+writer = manager.create_transaction_writer(scope, stream, 1)
+txn = writer.begin_txn()
+now = time.time_ns()
+txn.write_event(stamped(now, 1 << 40, now, b"abandoned"), None)
+print(txn.get_txn_id(), time.time(), flush=True)
+os.kill(os.getpid(), 9)
+"""
+"""Opens a transaction holding one stamped event (producer 1's first message id: one the
+accounting would count as received), then dies without a word to the controller."""
+
+
+def abandon_transaction(uri: str, scope: str, stream: str) -> tuple[int, float]:
+    """The transaction id and when it was begun (epoch seconds)."""
+    script = [sys.executable, "-c", ABANDON, uri, scope, stream]
+    died = subprocess.run(script, capture_output=True, text=True, timeout=60)
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    txn_id, begun_s = died.stdout.split()
+    return int(txn_id), float(begun_s)
+
+
+def logged_at(log: Path, text: str) -> float:
+    """When the server log's first line containing ``text`` was written (epoch seconds)."""
+    [line, *_] = [line for line in log.read_text().splitlines() if text in line]
+    stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")  # the JVM's local time
+    return stamp.timestamp()
 
 
 def scaling_events(broker: LocalBroker, scope: str, topic: str, until_ms: float) -> list[dict]:

@@ -126,11 +126,13 @@ def format_transactions(result: dict[str, Any]) -> str | None:
         return None
     commit, abort = block["commitLatency"], block["abortLatency"]
     read = block["abortedMessagesRead"]
+    aborted = f"{block['aborted']:,} aborted"
+    if block["aborted"]:
+        aborted += f" (abort p50 {abort['50pct']:.3f} ms)"
     return (
         f"Transactions: {block['committed']:,} committed (commit p50 {commit['50pct']:.3f} ms, "
-        f"p99 {commit['99pct']:.3f} ms), {block['aborted']:,} aborted (abort p50 "
-        f"{abort['50pct']:.3f} ms); {block['messagesWithdrawn']:,} messages withdrawn, "
-        f"{'n/a' if read is None else format(read, ',')} of them read"
+        f"p99 {commit['99pct']:.3f} ms), {aborted}; {block['messagesWithdrawn']:,} messages "
+        f"withdrawn, {'n/a' if read is None else format(read, ',')} of them read"
     )
 
 

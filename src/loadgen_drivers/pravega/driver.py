@@ -159,7 +159,8 @@ class PravegaDriver(Driver):
     def _transactional_producer(self, stream: str) -> TransactionalProducer:
         """A producer whose transactions are made by a child process of its own
         (:mod:`.transactions` says why); its writer is made there now, so that a refusal
-        surfaces here."""
+        surfaces here. A commit is waited for a transaction lease longer than other calls
+        (:data:`.transactions.LEASE_S` says why)."""
         child = ControlProcess(self.uri)
         where = f"{self.scope}/{stream}"
         writer_id = uuid.uuid4().int
@@ -183,7 +184,7 @@ class PravegaDriver(Driver):
             self.scope,
             stream,
             writer_id,
-            timeout_s=timeout_s,
+            timeout_s=timeout_s + transactions.LEASE_S,
         )
         return TransactionalProducer(
             commit, self.config.transaction_size, self._encode, child.close

@@ -288,7 +288,8 @@ def prefetched_by_a_paused_consumer(broker, driver, topic, consumer_settings, co
 
 
 def _prefetch_once(broker, driver, topic, consumer_settings, count):
-    pulsar_driver = driver(broker, producer={"batchingEnabled": False}, consumer=consumer_settings)
+    consumer = {**SHARED, **consumer_settings}  # a second consumer gets messages at once
+    pulsar_driver = driver(broker, producer={"batchingEnabled": False}, consumer=consumer)
     held, others = [], []
     paused = pulsar_driver.create_consumer(topic, "sub", lambda p, *_: held.append(p))
     paused.pause()
@@ -335,7 +336,9 @@ def test_shared_consumers_split_the_messages_without_duplicates(driver, pulsar_b
     # to one of them in 3 runs of 30. Small receiver queues: with 200 × 16 partitions the first
     # consumer to subscribe could take all 2000 before the second asks.
     pulsar_driver = driver(
-        pulsar_broker, producer={"batchingEnabled": False}, consumer={"receiverQueueSize": 10}
+        pulsar_broker,
+        producer={"batchingEnabled": False},
+        consumer={**SHARED, "receiverQueueSize": 10},
     )
     got = [[], []]
     consumers = [

@@ -254,7 +254,8 @@ class ProducerConfig(_Section):
     counted as a publish error."""
     pending_queue_size: int = Field(default=0, alias="pendingQueueSize", ge=0)
     """Most messages awaiting acknowledgement in a producer (``max_pending_messages``); 0:
-    unbounded."""
+    unbounded, and ``maxPendingMessagesAcrossPartitions`` then bounds nothing either (a producer
+    outrunning the broker held 860k messages, seconds of publish latency)."""
     max_pending_across_partitions: int = Field(
         default=50_000, alias="maxPendingMessagesAcrossPartitions", ge=1
     )

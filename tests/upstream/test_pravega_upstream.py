@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable
@@ -93,11 +92,18 @@ def workload(seconds: float, **changes: Any) -> Workload:
 
 
 def run(
-    chosen: Workload, spec: DriverSpec, out: Path, processes: int = 1, **options: Any
+    chosen: Workload,
+    spec: DriverSpec,
+    out: Path,
+    processes: int = 1,
+    listeners: tuple[Any, ...] = (),
+    **options: Any,
 ) -> dict[str, Any]:
     options = RunOptions(stats_interval_s=1, **options)
     placement = Placement(processes=processes)
-    request = RunRequest(chosen, spec, options, out_dir=out, placement=placement)
+    request = RunRequest(
+        chosen, spec, options, out_dir=out, placement=placement, listeners=listeners
+    )
     return run_one(request).result
 
 
@@ -194,17 +200,16 @@ def test_an_auto_scaling_stream_splits_mid_run_and_readers_follow_its_successors
     out, within the run, and no reader ever sees the event."""
     spec = driver_spec(broker, enableStreamAutoScaling=True, eventsPerSecond=SCALE_TARGET)
     scope = spec.config["client"]["scopeName"]
-    rest_url = broker.endpoints["controller REST API"]
     controller_uri = spec.config["client"]["controllerURI"]
     abandoned: list[tuple[int, float]] = []
 
     def abandon() -> None:
         abandoned.append(abandon_transaction(controller_uri, scope, "scaling"))
 
-    writer = when_stream_exists(rest_url, f"/scopes/{scope}/streams/scaling", 0.0, abandon)
+    writer = AfterMeasureStarts(0.0, abandon)
     chosen = workload(SCALE_RUN_S, producerRate=10 * SCALE_TARGET, partitionsPerTopic=1)
-    result = run(chosen, spec, tmp_path, topic_names=("scaling",))
-    writer.join(30)
+    result = run(chosen, spec, tmp_path, listeners=(writer,), topic_names=("scaling",))
+    assert writer.done.wait(30)
     ended_ms = time.time() * 1000
     assert_exact(result)
     [(txn_id, begun_s)] = abandoned
@@ -231,12 +236,10 @@ def test_a_stream_rescaled_mid_run_is_read_exactly_across_its_successors_and_the
     rest_url = broker.endpoints["controller REST API"]
     stream_path = f"/scopes/{spec.config['client']['scopeName']}/streams/rescaled"
     policy = {"scalingPolicy": {"type": "FIXED_NUM_SEGMENTS", "minSegments": 5}}
-    operator = when_stream_exists(
-        rest_url, stream_path, RESCALE_AFTER_S, lambda: put(rest_url, stream_path, policy)
-    )
+    operator = AfterMeasureStarts(RESCALE_AFTER_S, lambda: put(rest_url, stream_path, policy))
     chosen = workload(12, producerRate=500, partitionsPerTopic=2)
-    result = run(chosen, spec, tmp_path, processes, topic_names=("rescaled",))
-    operator.join(10)
+    result = run(chosen, spec, tmp_path, processes, (operator,), topic_names=("rescaled",))
+    assert operator.done.wait(10)
     assert len(result["run"]["workers"]) == processes
     assert_exact(result)
     [scaled] = result["topicScaling"]
@@ -245,8 +248,8 @@ def test_a_stream_rescaled_mid_run_is_read_exactly_across_its_successors_and_the
     }  # fmt: skip
 
 
-RESCALE_AFTER_S = 5.0
-"""Into the run's 12 s (after ~1 s of set-up): events are written to both generations."""
+RESCALE_AFTER_S = 4.0
+"""Into the run's 12 measured seconds: events are written to both generations."""
 
 
 def test_a_commit_held_up_by_a_stopped_server_is_waited_for_and_counted_as_it_ended(
@@ -260,8 +263,6 @@ def test_a_commit_held_up_by_a_stopped_server_is_waited_for_and_counted_as_it_en
     spec = driver_spec(
         broker, {"timeoutSeconds": 3}, enableTransaction=True, eventsPerTransaction=10
     )
-    rest_url = broker.endpoints["controller REST API"]
-    stream_path = f"/scopes/{spec.config['client']['scopeName']}/streams/paused"
 
     def pause() -> None:
         os.kill(broker.pid, signal.SIGSTOP)
@@ -270,12 +271,12 @@ def test_a_commit_held_up_by_a_stopped_server_is_waited_for_and_counted_as_it_en
         finally:
             os.kill(broker.pid, signal.SIGCONT)
 
-    pauser = when_stream_exists(rest_url, stream_path, PAUSE_AFTER_S, pause)
+    pauser = AfterMeasureStarts(PAUSE_AFTER_S, pause)
     try:
-        chosen = workload(25, producerRate=200, partitionsPerTopic=2, messageSize=256)
-        result = run(chosen, spec, tmp_path, topic_names=("paused",))
+        chosen = workload(20, producerRate=200, partitionsPerTopic=2, messageSize=256)
+        result = run(chosen, spec, tmp_path, listeners=(pauser,))
     finally:
-        pauser.join(PAUSE_AFTER_S + PAUSE_S + 60)
+        pauser.done.wait(PAUSE_AFTER_S + PAUSE_S + 60)
         os.kill(broker.pid, signal.SIGCONT)
     assert_exact(result)
     [outage] = [o for o in result["outages"] if o["role"] == "publish"]
@@ -286,33 +287,32 @@ def test_a_commit_held_up_by_a_stopped_server_is_waited_for_and_counted_as_it_en
     assert 1 < block["commitLatency"]["50pct"] < 1000  # ms: the controller's COMMITTING wait
 
 
-PAUSE_AFTER_S = 5.0
+PAUSE_AFTER_S = 4.0
 PAUSE_S = 8.0
 
 
-def when_stream_exists(
-    rest_url: str, stream_path: str, after_s: float, action: Callable[[], None]
-) -> threading.Thread:
-    """A thread that runs ``action`` ``after_s`` after the controller lists the stream."""
+class AfterMeasureStarts:
+    """A run listener that runs ``action`` on a thread of its own ``after_s`` into the
+    measured phase; ``done`` is set once it returned."""
 
-    def wait_then_act() -> None:
-        deadline = time.monotonic() + 60
-        while not _exists(rest_url, stream_path) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(after_s)
-        action()
+    def __init__(self, after_s: float, action: Callable[[], None]) -> None:
+        self.after_s = after_s
+        self.action = action
+        self.done = threading.Event()
 
-    thread = threading.Thread(target=wait_then_act, daemon=True)
-    thread.start()
-    return thread
+    def on_phase(self, phase: str, _seconds: float | None) -> None:
+        if phase == "measure":
+            threading.Thread(target=self._act, daemon=True).start()
 
+    def on_interval(self, _stats: object, _backlog: int) -> None:
+        """Intervals are not this listener's business."""
 
-def _exists(rest_url: str, path: str) -> bool:
-    try:
-        rest(rest_url, path)
-    except urllib.error.HTTPError:
-        return False
-    return True
+    def _act(self) -> None:
+        time.sleep(self.after_s)
+        try:
+            self.action()
+        finally:
+            self.done.set()
 
 
 def put(rest_url: str, path: str, body: dict[str, Any]) -> None:

@@ -12,10 +12,8 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import yaml
@@ -162,7 +160,7 @@ def test_kafka_restart_loses_what_the_broker_did_not_keep_and_the_accounting_say
 def test_pulsar_restart_loses_nothing_it_acknowledged(tmp_path, request):
     """pulsar-lite, or with ``--loadgen-upstream`` Apache Pulsar's standalone, whose driver
     creates the topic's two partitions through the admin REST."""
-    data = Path(tempfile.mkdtemp(prefix="loadgen-restart-"))
+    data = tmp_path / "broker"  # kept by the restart, removed with the test's folder
     upstream = bool(request.config.getoption("--loadgen-upstream"))
     partitions = {} if upstream else {"default_partitions": 2}
     starting = time.monotonic()

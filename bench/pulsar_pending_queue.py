@@ -16,24 +16,21 @@ from __future__ import annotations
 import argparse
 import json
 import time
-import urllib.request
 
 import pulsar
 
+from loadgen_drivers.pulsar.admin import Admin
+from loadgen_drivers.pulsar.config import ClientConfig
 from loadgen_drivers.pulsar.local.upstream import start_upstream_pulsar
 
 PAYLOAD = bytes(1024)
 PARTITIONS = 16
 
 
-def partitioned_topic(admin_url: str) -> str:
-    name = f"pending-{time.time_ns()}"
-    request = urllib.request.Request(
-        f"{admin_url}/admin/v2/persistent/public/default/{name}/partitions",
-        str(PARTITIONS).encode(), {"Content-Type": "application/json"}, method="PUT",
-    )  # fmt: skip
-    urllib.request.urlopen(request, timeout=30).close()
-    return f"persistent://public/default/{name}"
+def partitioned_topic(admin: Admin) -> str:
+    topic = f"persistent://public/default/pending-{time.time_ns()}"
+    admin.create_partitioned_topic(topic, PARTITIONS)
+    return topic
 
 
 def one_side(client: pulsar.Client, topic: str, pending: int, seconds: float) -> dict:
@@ -77,9 +74,10 @@ def main() -> None:
     broker = start_upstream_pulsar()
     try:
         client = pulsar.Client(broker.endpoints["service URL"], io_threads=1)
+        admin = Admin(ClientConfig.model_validate(broker.driver_config["client"]))
         for _ in range(args.rounds):
             for pending in (int(value) for value in args.pending.split(",")):
-                topic = partitioned_topic(broker.endpoints["admin URL"])
+                topic = partitioned_topic(admin)
                 print(json.dumps(one_side(client, topic, pending, args.seconds)), flush=True)
         client.close()
     finally:

@@ -39,6 +39,7 @@ from loadgen.spec import Workload
 from loadgen_drivers.pravega.events import clean_name
 from loadgen_drivers.pravega.local.distribution import PRAVEGA_VERSION
 from loadgen_drivers.pravega.local.upstream import start_upstream_pravega
+from loadgen_drivers.pravega.transactions import LEASE_S
 
 pytestmark = [pytest.mark.upstream, pytest.mark.usefixtures("pravega_can_start")]
 __all__ = ["env"]  # the fixture, used by name
@@ -215,7 +216,7 @@ def test_an_auto_scaling_stream_splits_mid_run_and_readers_follow_its_successors
     [(txn_id, begun_s)] = abandoned
     aborted = f"aborted transaction {uuid.UUID(int=txn_id)} on stream {scope}/scaling"
     assert LEASE_S - 1 <= logged_at(Path(broker.log_path), aborted) - begun_s <= LEASE_S + 15
-    epochs = scaling_events(broker, spec.config["client"]["scopeName"], "scaling", ended_ms)
+    epochs = scaling_events(broker, scope, "scaling", ended_ms)
     assert len(epochs[0]["segments"]) == 1
     assert len(epochs[-1]["segments"]) >= 2 and epochs[-1]["splits"] >= 1, epochs
     assert epochs[1]["timestamp"] < ended_ms - 10_000  # successors written and read 10 s+
@@ -324,9 +325,6 @@ def put(rest_url: str, path: str, body: dict[str, Any]) -> None:
         assert answer.status == 200
 
 
-LEASE_S = 90.0
-"""A transaction's lease: the Rust client's fixed transaction timeout (90 000 ms), which its
-pinger renews while the writer lives."""
 ABANDON = """
 import os, sys, time
 import pravega_client

@@ -530,13 +530,16 @@ class Ensemble:
         followers = [c for c in self._clients[1:] if c.answered]
         leader = [self._leader] if self._leader.answered else []
         body = {"delete_topics": delete_topics}
-        for clients in (followers, leader):
-            answers = self._each(
+
+        def close(clients: list[WorkerClient]) -> list[tuple[WorkerClient, dict[str, Any]]]:
+            return self._each(
                 lambda c: c.request("POST", "/close", body, timeout_s=SETUP_TIMEOUT_S),
                 clients,
                 tolerant=True,
             )
-        for _, answer in answers:  # the leader's: it created the topics
+
+        close(followers)
+        for _, answer in close(leader):  # the leader created the topics: it says how they scaled
             self._topic_scaling = answer.get("topicScaling", [])
         if delete_topics and self._leader.url in self.lost:
             log.warning(

@@ -99,8 +99,7 @@ class TransactionalProducer(BlockingSends):
     fills a transaction waits for its commit (30-85 ms on Pravega 0.13). Each commit's duration
     goes to the result's ``transactionCommit`` histogram; a transaction that fails (a write,
     the commit, or no answer within ``client.timeoutSeconds`` + :data:`LEASE_S`) fails its
-    events, which count as
-    publish errors. Nothing is aborted on purpose."""
+    events, which count as publish errors. Nothing is aborted on purpose."""
 
     def __init__(
         self,
